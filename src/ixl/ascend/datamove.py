@@ -1,0 +1,161 @@
+"""DataCopy and DataCopyPad between GM and UB, on the MTE2 (in) and MTE3 (out) pipes.
+
+The chip's rules ([DC], [DCP] in ascend-facts): the UB address is 32-byte aligned; a DataCopy
+length that is not a multiple of 32 bytes is silently truncated down (debug mode refuses it and
+names the bytes lost); DataCopyPad pads each block to 32 bytes in UB and writes GM byte-exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .errors import IllegalInstruction, TruncatedCopy
+from .gm import GlobalTensor
+from .pipe import LocalTensor
+from .timeline import Pipe
+
+
+@dataclass(frozen=True)
+class DataCopyParams:
+    """Strided DataCopy: every field in 32-byte blocks; strides are gaps between blocks."""
+
+    block_count: int = 1
+    block_len: int = 0
+    src_stride: int = 0
+    dst_stride: int = 0
+
+
+@dataclass(frozen=True)
+class DataCopyExtParams:
+    """DataCopyPad: block_len in bytes; the GM-side stride in bytes, the UB-side in 32-byte blocks."""
+
+    block_count: int = 1
+    block_len: int = 0
+    src_stride: int = 0
+    dst_stride: int = 0
+
+
+@dataclass(frozen=True)
+class DataCopyPadExtParams:
+    """Padding in elements on each side of a block (32 bytes at most each), and its value."""
+
+    is_pad: bool = False
+    left_pad: int = 0
+    right_pad: int = 0
+    value: float = 0
+
+
+def _direction(dst, src) -> tuple[LocalTensor, GlobalTensor, bool]:
+    if isinstance(dst, LocalTensor) and isinstance(src, GlobalTensor):
+        return dst, src, True
+    if isinstance(dst, GlobalTensor) and isinstance(src, LocalTensor):
+        return src, dst, False
+    raise IllegalInstruction(
+        f"data_copy between {type(src).__name__} and {type(dst).__name__}: "
+        f"this simulator moves GM->UB (MTE2) and UB->GM (MTE3)")
+
+
+def _rows(buf: np.ndarray, start: int, count: int, width: int, pitch: int) -> np.ndarray:
+    """`count` rows of `width` bytes, `pitch` bytes apart, starting at byte `start` of `buf`."""
+    return as_strided(buf[start:], shape=(count, width), strides=(pitch, 1), writeable=True)
+
+
+def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, width: int,
+          ub_pitch: int, gm_pitch: int, what: str, ub_lead: int = 0) -> np.ndarray | None:
+    """Check both sides, copy `count` blocks of `width` bytes, and time the move.
+
+    Each UB block starts `ub_lead` bytes into its row. Returns the UB rows (None when nothing
+    moved) so that DataCopyPad can fill its padding.
+    """
+    core = local.core
+    core.check_ub_aligned(local.offset, what)
+    pipe = Pipe.MTE2 if inbound else Pipe.MTE3
+    if count == 0 or width == 0:
+        core.issue(pipe, what, 0)   # a NOP, but it still passes through the pipe
+        return None
+    gm_bytes = gm.region(0, (count - 1) * gm_pitch + width, core.core_id,
+                         "reads" if inbound else "writes")
+    ub_bytes = core.ub_view(local.offset, (count - 1) * ub_pitch + ub_lead + width, what)
+    rows = None
+    if not core.mode.timing_only:
+        if count == 1:
+            ub_rows, gm_rows = ub_bytes[None, ub_lead:], gm_bytes[None, :]
+        else:
+            ub_rows = _rows(ub_bytes, ub_lead, count, width, ub_pitch)
+            gm_rows = _rows(gm_bytes, 0, count, width, gm_pitch)
+        if inbound:
+            ub_rows[:, :width] = gm_rows
+        else:
+            gm_rows[...] = ub_rows[:, :width]
+        rows = ub_bytes
+    core.issue(pipe, what, core.costs.mte(count * width, count, gm.addr, core.mte_rate), count * width)
+    return rows
+
+
+def data_copy(dst, src, count_or_params) -> None:
+    """DataCopy(dst, src, count) or DataCopy(dst, src, DataCopyParams)."""
+    local, gm, inbound = _direction(dst, src)
+    blk = local.core.chip.block_bytes
+    if isinstance(count_or_params, DataCopyParams):
+        p = count_or_params
+        if not 0 <= p.block_count <= local.core.chip.max_copy_blocks:
+            raise IllegalInstruction(f"data_copy block_count {p.block_count} outside "
+                                     f"[0, {local.core.chip.max_copy_blocks}]")
+        ub_gap, gm_gap = (p.dst_stride, p.src_stride) if inbound else (p.src_stride, p.dst_stride)
+        width = p.block_len * blk
+        _move(local, gm, inbound, count=p.block_count, width=width,
+              ub_pitch=width + ub_gap * blk, gm_pitch=width + gm_gap * blk, what="data_copy")
+        return
+    count = int(count_or_params)
+    if count < 0:
+        raise IllegalInstruction(f"data_copy count {count} is negative")
+    nbytes = count * local.itemsize
+    lost = nbytes % blk
+    if lost and local.core.mode.debug:
+        raise TruncatedCopy(
+            f"data_copy of {count} x {local.dtype} = {nbytes} bytes is not a multiple of {blk} "
+            f"bytes: the chip copies {nbytes - lost} and silently loses the last {lost} bytes "
+            f"({lost // local.itemsize} elements); use data_copy_pad for the tail")
+    _move(local, gm, inbound, count=1, width=nbytes - lost, ub_pitch=0, gm_pitch=0,
+          what="data_copy")
+
+
+def data_copy_pad(dst, src, params: DataCopyExtParams,
+                  pad: DataCopyPadExtParams | None = None) -> None:
+    """DataCopyPad: byte-exact blocks; in UB each block is padded up to 32 bytes."""
+    local, gm, inbound = _direction(dst, src)
+    chip = local.core.chip
+    blk = chip.block_bytes
+    if not 0 <= params.block_count <= chip.max_copy_blocks:
+        raise IllegalInstruction(f"data_copy_pad block_count {params.block_count} outside "
+                                 f"[0, {chip.max_copy_blocks}]")
+    if params.block_len < 0 or params.block_len > 2097151:
+        raise IllegalInstruction(f"data_copy_pad block_len {params.block_len} outside [0, 2097151]")
+    pad = pad or DataCopyPadExtParams()
+    isz = local.itemsize
+    left, right = pad.left_pad * isz, pad.right_pad * isz
+    if left > blk or right > blk or (not inbound and (left or right)):
+        raise IllegalInstruction(
+            f"data_copy_pad padding of {pad.left_pad} + {pad.right_pad} elements: each side "
+            f"takes at most {blk} bytes, and only on the way into UB")
+    width = params.block_len
+    ub_block = -(-(left + width + right) // blk) * blk
+    ub_gap, gm_gap = ((params.dst_stride, params.src_stride) if inbound
+                      else (params.src_stride, params.dst_stride))
+    ub_pitch = ub_block + ub_gap * blk
+    ub = _move(local, gm, inbound, count=params.block_count, width=width, ub_pitch=ub_pitch,
+               gm_pitch=width + gm_gap, what="data_copy_pad", ub_lead=left if inbound else 0)
+    if ub is None or not inbound or ub_block == width:
+        return
+    # Into UB: fill the padding around each block with the pad value or the block's first element.
+    ub = local.core.ub_view(local.offset, (params.block_count - 1) * ub_pitch + ub_block,
+                            "data_copy_pad")
+    typed = _rows(ub, 0, params.block_count, ub_block, ub_pitch).view(local.dtype)
+    lo, hi = left // isz, (left + width) // isz
+    fill = (np.full(params.block_count, pad.value, local.dtype) if pad.is_pad
+            else typed[:, lo].copy())
+    typed[:, :lo] = fill[:, None]
+    typed[:, hi:] = fill[:, None]

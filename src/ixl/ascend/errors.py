@@ -1,0 +1,53 @@
+"""Errors the simulated chip raises, worded as an engineer sees them on a real 910B.
+
+Each carries the R12 symptom it belongs to, so that the message can point at `ixl explain`.
+"""
+
+from __future__ import annotations
+
+
+class ChipError(RuntimeError):
+    """A fault the AI Core itself would report (or, in debug mode, a sanitizer finding)."""
+
+    symptom = "aicore memory out of bound"
+
+    def __init__(self, message: str):
+        super().__init__(f"{message} (see: ixl explain '{self.symptom}')")
+
+
+class AicoreOutOfBound(ChipError):
+    symptom = "aicore memory out of bound"
+
+
+class UbOverflow(AicoreOutOfBound):
+    symptom = "ub overflow"
+
+
+class IllegalInstruction(ChipError):
+    """Misaligned UB addresses and malformed instruction parameters."""
+
+    symptom = "illegal instruction"
+
+
+class ResourceLimit(ChipError):
+    """Buffer or event-id limits of TPipe and TQue."""
+
+    symptom = "ub overflow"
+
+
+class TruncatedCopy(ChipError):
+    """Debug mode: a DataCopy whose length the chip would silently truncate."""
+
+    symptom = "truncated copy"
+
+
+class KernelTimeout(ChipError):
+    """Unpaired flags: on the chip the core waits forever and the runtime reports a timeout."""
+
+    symptom = "timed out"
+
+
+class HazardError(ChipError):
+    """Debug mode: a pipe read data another pipe had not finished writing (missing sync)."""
+
+    symptom = "large numeric deviation"

@@ -1,0 +1,118 @@
+"""Global memory (HBM): a virtual address space of mapped segments, each backed by its own bytes.
+
+Address policy (alignment, free lists, statistics) belongs to the runtime's allocator; the chip
+only maps and unmaps segments and translates addresses, refusing any access outside them.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import AicoreOutOfBound
+
+
+@dataclass
+class Segment:
+    addr: int
+    nbytes: int
+    data: np.ndarray  # uint8, nbytes long
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.nbytes
+
+
+class GlobalMemory:
+    """Mapped segments of the device address space; the allocator decides where and how much."""
+
+    def __init__(self):
+        self._starts: list[int] = []
+        self._segments: list[Segment] = []
+
+    def map(self, addr: int, nbytes: int) -> Segment:
+        i = bisect.bisect_left(self._starts, addr)
+        seg = Segment(addr, nbytes, np.zeros(nbytes, np.uint8))
+        if (i > 0 and self._segments[i - 1].end > addr) or (
+                i < len(self._segments) and self._segments[i].addr < seg.end):
+            raise AicoreOutOfBound(f"GM mapping [{addr:#x}, {seg.end:#x}) overlaps a mapped segment")
+        self._starts.insert(i, addr)
+        self._segments.insert(i, seg)
+        return seg
+
+    def unmap(self, addr: int) -> None:
+        i = bisect.bisect_left(self._starts, addr)
+        if i == len(self._starts) or self._starts[i] != addr:
+            raise AicoreOutOfBound(f"unmap of GM {addr:#x}: no segment starts there")
+        del self._starts[i]
+        del self._segments[i]
+
+    def segment_at(self, addr: int) -> Segment | None:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0 and addr < self._segments[i].end:
+            return self._segments[i]
+        return None
+
+    def bytes(self, addr: int, nbytes: int) -> np.ndarray:
+        """A writable uint8 view of [addr, addr + nbytes), which must lie in one segment."""
+        seg = self.segment_at(addr)
+        if seg is None or addr + nbytes > seg.end:
+            raise AicoreOutOfBound(
+                f"aicore memory out of bound: GM [{addr:#x}, {addr + nbytes:#x}) is not mapped")
+        off = addr - seg.addr
+        return seg.data[off:off + nbytes]
+
+    @property
+    def mapped_segments(self) -> int:
+        return len(self._segments)
+
+
+class GlobalTensor:
+    """A typed window into GM: Ascend C's GlobalTensor after SetGlobalBuffer(addr, count).
+
+    Every access is checked against the window, so an overrun names the tensor it ran past.
+    """
+
+    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize")
+
+    def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm"):
+        self.gm = gm
+        self.addr = addr
+        self.dtype = np.dtype(dtype)
+        self.count = count
+        self.name = name
+        self.itemsize = self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.itemsize
+
+    def window(self, offset: int, count: int) -> GlobalTensor:
+        """The sub-window [offset, offset + count): `xGm.SetGlobalBuffer(x + offset, count)`."""
+        if offset < 0 or count < 0 or offset + count > self.count:
+            raise AicoreOutOfBound(
+                f"aicore memory out of bound: window [{offset}, {offset + count}) of tensor "
+                f"'{self.name}' with {self.count} elements")
+        return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count, self.name)
+
+    def __getitem__(self, offset: int) -> GlobalTensor:
+        """`xGm[offset]`: the tensor from element `offset` to its end."""
+        return self.window(offset, self.count - offset)
+
+    def region(self, byte_offset: int, nbytes: int, core_id: int, what: str) -> np.ndarray:
+        """uint8 view of the bytes an instruction touches, bounds-checked against this window."""
+        if byte_offset < 0 or byte_offset + nbytes > self.nbytes:
+            start = self.addr + byte_offset
+            raise AicoreOutOfBound(
+                f"aicore memory out of bound: core {core_id} {what} GM [{start:#x}, "
+                f"{start + nbytes:#x}) ({nbytes} bytes) outside tensor '{self.name}' "
+                f"[{self.addr:#x}, {self.addr + self.nbytes:#x}) ({self.nbytes} bytes)")
+        return self.gm.bytes(self.addr + byte_offset, nbytes)
+
+    def numpy(self) -> np.ndarray:
+        return self.gm.bytes(self.addr, self.nbytes).view(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"GlobalTensor({self.name}, {self.addr:#x}, {self.dtype}, {self.count})"

@@ -1,0 +1,27 @@
+"""The kernel language: everything a kernel file needs, under Ascend C's names in snake_case.
+
+Kernels write `from ixl.ascend import lang as asc` and then `asc.data_copy(...)`,
+`asc.add(...)`, `asc.TQue(asc.TPosition.VECIN)`; the mapping to Ascend C is in
+docs/architecture.md.
+"""
+
+from .core import get_block_idx, get_block_num
+from .datamove import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, data_copy,
+                       data_copy_pad)
+from .gm import GlobalTensor
+from .pipe import LocalTensor, TBuf, TPipe, TPosition, TQue
+from .sync import HardEvent, pipe_barrier, set_flag, wait_flag
+from .timeline import Pipe
+from .vector import (BinaryRepeatParams, RoundMode, UnaryRepeatParams, abs, add, adds, cast,
+                     div, duplicate, exp, ln, max, maxs, min, mins, mul, muls, reciprocal,
+                     relu, rsqrt, sqrt, sub, whole_reduce_max, whole_reduce_min,
+                     whole_reduce_sum)
+
+__all__ = [
+    "get_block_idx", "get_block_num", "DataCopyExtParams", "DataCopyPadExtParams",
+    "DataCopyParams", "data_copy", "data_copy_pad", "GlobalTensor", "LocalTensor", "TBuf",
+    "TPipe", "TPosition", "TQue", "HardEvent", "pipe_barrier", "set_flag", "wait_flag", "Pipe",
+    "BinaryRepeatParams", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",
+    "duplicate", "exp", "ln", "max", "maxs", "min", "mins", "mul", "muls", "reciprocal", "relu",
+    "rsqrt", "sqrt", "sub", "whole_reduce_max", "whole_reduce_min", "whole_reduce_sum",
+]

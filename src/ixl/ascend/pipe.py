@@ -1,0 +1,253 @@
+"""TPipe, TQue and TBuf: how a kernel carves the Unified Buffer and orders its pipes.
+
+EnQue sets a flag from the producing pipe and DeQue waits for it (RAW); FreeTensor sets a flag
+back and the next AllocTensor of that slot waits for it (WAR). The pipes are fixed by the
+queue's position, as in Ascend C: VECIN is filled by MTE2 and read by V, VECOUT is filled by V
+and drained by MTE3, VECCALC stays on V.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+
+import numpy as np
+
+from .core import AICore, current_core
+from .errors import IllegalInstruction, ResourceLimit, UbOverflow
+from .timeline import Pipe
+
+
+class TPosition(enum.Enum):
+    VECIN = "VECIN"
+    VECOUT = "VECOUT"
+    VECCALC = "VECCALC"
+
+
+# (producer pipe, consumer pipe) of each position's queues.
+_PIPES = {
+    TPosition.VECIN: (Pipe.MTE2, Pipe.V),
+    TPosition.VECOUT: (Pipe.V, Pipe.MTE3),
+    TPosition.VECCALC: (Pipe.V, Pipe.V),
+}
+
+
+class LocalTensor:
+    """A typed window of a core's UB: Ascend C's LocalTensor<T>."""
+
+    __slots__ = ("core", "offset", "dtype", "count", "position", "itemsize", "slot")
+
+    def __init__(self, core: AICore, offset: int, dtype, count: int, position: TPosition,
+                 slot: _Slot | None = None):
+        self.core = core
+        self.offset = offset
+        self.dtype = np.dtype(dtype)
+        self.itemsize = self.dtype.itemsize
+        self.count = count
+        self.position = position
+        self.slot = slot
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.itemsize
+
+    def __getitem__(self, offset: int) -> LocalTensor:
+        """`x[offset]`: the tensor from element `offset` on (its UB address must stay aligned
+        for any instruction that uses it)."""
+        if not 0 <= offset <= self.count:
+            raise IllegalInstruction(f"local tensor offset {offset} outside its {self.count} elements")
+        return LocalTensor(self.core, self.offset + offset * self.itemsize, self.dtype,
+                           self.count - offset, self.position, self.slot)
+
+    def reinterpret(self, dtype) -> LocalTensor:
+        """ReinterpretCast: the same bytes seen as another type."""
+        dtype = np.dtype(dtype)
+        return LocalTensor(self.core, self.offset, dtype, self.nbytes // dtype.itemsize,
+                           self.position, self.slot)
+
+    def view(self, count: int | None = None) -> np.ndarray:
+        """numpy view of the first `count` elements (all by default), checked against UB."""
+        n = self.count if count is None else count
+        return self.core.ub_view(self.offset, n * self.itemsize, "accesses").view(self.dtype)
+
+    def numpy(self) -> np.ndarray:
+        return self.view().copy()
+
+    def __repr__(self) -> str:
+        return (f"LocalTensor({self.position.value}, ub {self.offset:#x}, {self.dtype}, "
+                f"{self.count})")
+
+
+class _Slot:
+    """One buffer of a queue: its UB range and the event id its flags use."""
+
+    __slots__ = ("offset", "nbytes", "event_id", "in_use", "release_pending")
+
+    def __init__(self, offset: int, nbytes: int, event_id: int):
+        self.offset = offset
+        self.nbytes = nbytes
+        self.event_id = event_id
+        self.in_use = False
+        self.release_pending = False   # freed: a WAR flag is set and not yet waited for
+
+
+class TQue:
+    def __init__(self, position: TPosition, depth: int = 1):
+        if position not in _PIPES:
+            raise IllegalInstruction(f"TQue position {position} is not a vector position")
+        self.position = position
+        self.depth = depth
+        self.slots: list[_Slot] = []
+        self._queue: deque[LocalTensor] = deque()
+        self._next = 0
+        self.core: AICore | None = None
+
+    @property
+    def pipes(self) -> tuple[Pipe, Pipe]:
+        return _PIPES[self.position]
+
+    def alloc_tensor(self, dtype) -> LocalTensor:
+        """AllocTensor: take the next free slot; waits for the consumer to have freed it."""
+        core = self.core
+        if core is None:
+            raise IllegalInstruction("alloc_tensor on a queue that pipe.init_buffer never set up")
+        for _ in range(len(self.slots)):
+            slot = self.slots[self._next]
+            self._next = (self._next + 1) % len(self.slots)
+            if not slot.in_use:
+                break
+        else:
+            raise ResourceLimit(
+                f"alloc_tensor on a {self.position.value} queue whose {len(self.slots)} buffers "
+                f"are all in use: free_tensor one first (on the chip this core would hang)")
+        slot.in_use = True
+        self._wait_release(slot)
+        dtype = np.dtype(dtype)
+        if core.mode.debug:
+            core.fill_fresh(slot.offset, slot.nbytes, dtype)
+        return LocalTensor(core, slot.offset, dtype, slot.nbytes // dtype.itemsize,
+                           self.position, slot)
+
+    def enque(self, tensor: LocalTensor) -> None:
+        if len(self._queue) >= self.depth:
+            raise ResourceLimit(
+                f"enque on a {self.position.value} queue of depth {self.depth} that already "
+                f"holds {len(self._queue)} tensor(s): deque first")
+        self._check_own(tensor, "enque")
+        producer, consumer = self.pipes
+        if producer is not consumer:
+            self.core.timeline.set_flag(producer, consumer, tensor.slot.event_id)
+        self._queue.append(tensor)
+
+    def deque(self) -> LocalTensor:
+        if not self._queue:
+            raise ResourceLimit(
+                f"deque on an empty {self.position.value} queue: nothing was enqueued "
+                f"(on the chip this core would wait forever)")
+        tensor = self._queue.popleft()
+        producer, consumer = self.pipes
+        if producer is not consumer:
+            self.core.timeline.wait_flag(producer, consumer, tensor.slot.event_id,
+                                         self.core.core_id)
+        return tensor
+
+    def free_tensor(self, tensor: LocalTensor) -> None:
+        self._check_own(tensor, "free_tensor")
+        slot = tensor.slot
+        if not slot.in_use:
+            raise ResourceLimit(f"free_tensor of a {self.position.value} buffer that is not allocated")
+        slot.in_use = False
+        producer, consumer = self.pipes
+        if producer is not consumer:
+            slot.release_pending = True
+            self.core.timeline.set_flag(consumer, producer, slot.event_id)
+
+    def _wait_release(self, slot: _Slot) -> None:
+        if slot.release_pending:
+            slot.release_pending = False
+            producer, consumer = self.pipes
+            self.core.timeline.wait_flag(consumer, producer, slot.event_id, self.core.core_id)
+
+    def destroy(self) -> None:
+        """What TPipe's destructor does: wait for every buffer's last release."""
+        for slot in self.slots:
+            self._wait_release(slot)
+
+    def _check_own(self, tensor: LocalTensor, what: str) -> None:
+        if tensor.slot is None or tensor.slot not in self.slots:
+            raise IllegalInstruction(f"{what}: the tensor does not belong to this "
+                                     f"{self.position.value} queue")
+
+
+class TBuf:
+    """Scratch UB with no synchronisation: InitBuffer(buf, len) then get()."""
+
+    def __init__(self, position: TPosition = TPosition.VECCALC):
+        self.position = position
+        self.core: AICore | None = None
+        self.offset = 0
+        self.nbytes = 0
+
+    def get(self, dtype, count: int | None = None) -> LocalTensor:
+        if self.core is None:
+            raise IllegalInstruction("TBuf.get on a buffer that pipe.init_buffer never set up")
+        dtype = np.dtype(dtype)
+        n = self.nbytes // dtype.itemsize if count is None else count
+        if n * dtype.itemsize > self.nbytes:
+            raise UbOverflow(f"TBuf.get of {n} x {dtype} exceeds its {self.nbytes} bytes")
+        return LocalTensor(self.core, self.offset, dtype, n, self.position)
+
+
+class TPipe:
+    """Hands out UB from address 0 upward; the limits are the chip's."""
+
+    def __init__(self):
+        self.core = current_core()
+        self.core.pipes.append(self)
+        self.queues: list[TQue] = []
+        self.cursor = 0
+        self.buffers = 0
+        self.queue_buffers: dict[TPosition, int] = {}
+        self.event_ids: dict[tuple[Pipe, Pipe], int] = {}
+
+    def init_buffer(self, target: TQue | TBuf, num: int, length: int | None = None) -> None:
+        """InitBuffer(que, num, len) or InitBuffer(buf, len): `len` is rounded up to 32 bytes."""
+        if isinstance(target, TBuf):
+            num, length = 1, num if length is None else length
+        chip = self.core.chip
+        if num < 1 or length is None or length < 1:
+            raise IllegalInstruction(f"init_buffer needs num >= 1 and len >= 1 bytes, got {num}, {length}")
+        blk = chip.block_bytes
+        slot_bytes = -(-length // blk) * blk
+        required = self.cursor + num * slot_bytes
+        if required > chip.ub_bytes:
+            raise UbOverflow(f"ub overflow: requires {required} bytes, {chip.ub_bytes} available "
+                             f"(init_buffer of {num} x {slot_bytes} bytes at UB {self.cursor:#x})")
+        if self.buffers + num > chip.max_buffers:
+            raise ResourceLimit(f"a kernel may hold at most {chip.max_buffers} buffers; "
+                                f"this init_buffer would make {self.buffers + num}")
+        if isinstance(target, TQue):
+            used = self.queue_buffers.get(target.position, 0) + num
+            if used > chip.event_ids_per_position:
+                raise ResourceLimit(
+                    f"{used} queue buffers at {target.position.value}: the chip has "
+                    f"{chip.event_ids_per_position} event ids per position")
+            self.queue_buffers[target.position] = used
+            pair = target.pipes
+            first = self.event_ids.get(pair, 0)
+            self.event_ids[pair] = first + num
+            target.slots = [_Slot(self.cursor + i * slot_bytes, slot_bytes, first + i)
+                            for i in range(num)]
+            self.queues.append(target)
+        else:
+            target.offset, target.nbytes = self.cursor, slot_bytes
+            if self.core.mode.debug:
+                self.core.fill_fresh(self.cursor, slot_bytes, np.dtype(np.float32))  # NaN in any float view
+        target.core = self.core
+        self.buffers += num
+        self.cursor = required
+        self.core.ub_peak = max(self.core.ub_peak, required)
+
+    def destroy(self) -> None:
+        for q in self.queues:
+            q.destroy()

@@ -1,0 +1,395 @@
+"""Vector instructions on the V pipe, in count form and in mask / repeat / stride form.
+
+The rules ([VEC] in ascend-facts): one repeat covers 256 bytes as 8 blocks of 32 bytes;
+repeat_times is at most 255 and 0 is a no-op (that still costs issue time); the mask selects
+lanes of each repeat, continuous (a count) or bitwise (two 64-bit words, LSB first), and
+masked-off destination lanes keep their value; strides count 32-byte blocks. Count form
+(`add(dst, a, b, count)`) is the counter mode the API overloads use.
+
+Data types are the A2 vector unit's: float16 and float32 arithmetic (ints where the ISA has
+them). bfloat16 is only a storage type there: kernels cast it to float32 to compute. Halves are
+computed in float32 and rounded once, which is bit-identical for add, sub, mul, div and sqrt.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from dataclasses import dataclass
+from functools import lru_cache
+
+import ml_dtypes
+import numpy as np
+
+from .errors import AicoreOutOfBound, IllegalInstruction
+from .pipe import LocalTensor
+from .timeline import Pipe
+
+F16, F32, I16, I32 = (np.dtype(t) for t in (np.float16, np.float32, np.int16, np.int32))
+BF16 = np.dtype(ml_dtypes.bfloat16)
+_ARITH = frozenset({F16, F32, I16, I32})
+_FLOAT = frozenset({F16, F32})
+
+
+@dataclass(frozen=True)
+class BinaryRepeatParams:
+    dst_blk_stride: int = 1
+    src0_blk_stride: int = 1
+    src1_blk_stride: int = 1
+    dst_rep_stride: int = 8
+    src0_rep_stride: int = 8
+    src1_rep_stride: int = 8
+
+
+@dataclass(frozen=True)
+class UnaryRepeatParams:
+    dst_blk_stride: int = 1
+    src_blk_stride: int = 1
+    dst_rep_stride: int = 8
+    src_rep_stride: int = 8
+
+
+class RoundMode(enum.Enum):
+    CAST_NONE = "none"
+    CAST_RINT = "rint"
+    CAST_FLOOR = "floor"
+    CAST_CEIL = "ceil"
+    CAST_ROUND = "round"
+    CAST_TRUNC = "trunc"
+    CAST_ODD = "odd"
+
+
+# ---------------------------------------------------------------- operand checks and indexing
+
+def _check_dtype(op: str, tensor: LocalTensor, allowed: frozenset) -> None:
+    if tensor.dtype not in allowed:
+        names = ", ".join(sorted(d.name for d in allowed))
+        hint = "; bfloat16 is a storage type on this chip: cast to float32 first" \
+            if tensor.dtype == BF16 else ""
+        raise IllegalInstruction(
+            f"{op} does not support {tensor.dtype.name} on {tensor.core.chip.arch} "
+            f"(supported: {names}){hint}")
+
+
+def _check_extent(op: str, tensor: LocalTensor, last: int, role: str) -> None:
+    """Element index `last` (exclusive end) must stay in UB, and in debug mode in the tensor."""
+    core = tensor.core
+    end_byte = tensor.offset + last * tensor.itemsize
+    if end_byte > core.chip.ub_bytes:
+        raise AicoreOutOfBound(
+            f"aicore memory out of bound: VEC instruction error: the ub address out of bounds: "
+            f"core {core.core_id} {op} {role} reaches UB {end_byte:#x}, "
+            f"UB holds {core.chip.ub_bytes} bytes")
+    if core.mode.debug and last > tensor.count:
+        raise AicoreOutOfBound(
+            f"aicore memory out of bound: core {core.core_id} {op} {role} touches elements "
+            f"[0, {last}) of {tensor} (local buffer overrun)")
+
+
+@lru_cache(maxsize=512)
+def _lane_mask(mask_key, lanes: int) -> np.ndarray:
+    if isinstance(mask_key, int):
+        if not 0 <= mask_key <= lanes:
+            raise IllegalInstruction(f"continuous mask {mask_key} outside [0, {lanes}]")
+        return np.arange(lanes) < mask_key
+    lo, hi = mask_key
+    bits = np.array([(lo >> i) & 1 for i in range(64)] + [(hi >> i) & 1 for i in range(64)], bool)
+    if bits[lanes:].any():
+        raise IllegalInstruction(f"bitwise mask sets lanes past the {lanes} lanes of this dtype")
+    return bits[:lanes]
+
+
+@lru_cache(maxsize=1024)
+def _indices(repeat: int, blk_stride: int, rep_stride: int, blk_elems: int, mask_key,
+             lanes: int) -> np.ndarray:
+    """Element offsets (repeat, active lanes) that a strided, masked instruction touches."""
+    lane = np.arange(lanes)
+    block, within = lane // blk_elems, lane % blk_elems
+    per_lane = block * blk_stride * blk_elems + within
+    idx = np.arange(repeat)[:, None] * (rep_stride * blk_elems) + per_lane[None, :]
+    return idx[:, _lane_mask(mask_key, lanes)]
+
+
+def _mask_key(mask):
+    if isinstance(mask, (int, np.integer)):
+        return int(mask)
+    lo, hi = (int(m) for m in mask)
+    return (lo, hi)
+
+
+def _check_repeat(op: str, tensor: LocalTensor, repeat: int) -> None:
+    limit = tensor.core.chip.max_repeat
+    if not 0 <= repeat <= limit:
+        raise IllegalInstruction(f"{op} repeat_times {repeat} outside [0, {limit}]")
+
+
+def _strided(op, operands, mask, repeat, pipe_name=None):
+    """Index arrays per (tensor, blk_stride, rep_stride) operand, or None when nothing runs."""
+    first = operands[0][0]
+    _check_repeat(op, first, repeat)
+    key = _mask_key(mask)
+    lanes = first.core.chip.repeat_bytes // first.itemsize
+    if repeat == 0 or key == 0 or key == (0, 0):
+        return None, lanes
+    result = []
+    for tensor, blk, rep, role in operands:
+        if role == "dst" and blk == 0:
+            raise IllegalInstruction(f"{op}: a dst block stride of 0 is undefined on the chip")
+        idx = _indices(repeat, blk, rep, first.core.chip.block_elems(first.itemsize), key, lanes)
+        _check_extent(op, tensor, int(idx.max()) + 1, role)
+        result.append(idx)
+    return result, lanes
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    return F32 if dtype in (F16, BF16) else dtype
+
+
+# ---------------------------------------------------------------- elementwise families
+
+def _binary(op: str, fn, allowed=_ARITH):
+    def instr(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, count_or_mask,
+              repeat_times: int | None = None, params: BinaryRepeatParams | None = None):
+        for t in (dst, src0, src1):
+            _check_dtype(op, t, allowed)
+        core = dst.core
+        if repeat_times is None:
+            count = int(count_or_mask)
+            if count < 0:
+                raise IllegalInstruction(f"{op} count {count} is negative")
+            for t, role in ((dst, "dst"), (src0, "src0"), (src1, "src1")):
+                _check_extent(op, t, count, role)
+            if count and not core.mode.timing_only:
+                fn(src0.view(count), src1.view(count), out=dst.view(count),
+                   dtype=_compute_dtype(dst.dtype), casting="unsafe")
+            core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count))
+            return
+        p = params or BinaryRepeatParams()
+        idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
+                                   (src0, p.src0_blk_stride, p.src0_rep_stride, "src0"),
+                                   (src1, p.src1_blk_stride, p.src1_rep_stride, "src1")],
+                              count_or_mask, repeat_times)
+        if idx is not None and not core.mode.timing_only:
+            d, a, b = idx
+            res = fn(src0.view()[a], src1.view()[b], dtype=_compute_dtype(dst.dtype))
+            dst.view()[d] = res
+        core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes))
+    instr.__name__ = op
+    instr.__doc__ = f"{op}(dst, src0, src1, count) or {op}(dst, src0, src1, mask, repeat_times, params)"
+    return instr
+
+
+def _unary(op: str, fn, allowed=_FLOAT):
+    """`fn(x, compute_dtype)` returns the result in the compute dtype."""
+    def instr(dst: LocalTensor, src: LocalTensor, count_or_mask,
+              repeat_times: int | None = None, params: UnaryRepeatParams | None = None):
+        _check_dtype(op, dst, allowed)
+        _check_dtype(op, src, allowed)
+        _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
+                     lambda x: fn(x, _compute_dtype(dst.dtype)))
+    instr.__name__ = op
+    instr.__doc__ = f"{op}(dst, src, count) or {op}(dst, src, mask, repeat_times, params)"
+    return instr
+
+
+def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute, cost_itemsize=None):
+    core = dst.core
+    cost_size = cost_itemsize or builtins.max(dst.itemsize, src.itemsize)
+    if repeat_times is None:
+        count = int(count_or_mask)
+        if count < 0:
+            raise IllegalInstruction(f"{op} count {count} is negative")
+        _check_extent(op, dst, count, "dst")
+        _check_extent(op, src, count, "src")
+        if count and not core.mode.timing_only:
+            dst.view(count)[...] = compute(src.view(count))
+        core.issue(Pipe.V, op, core.costs.vector(op, cost_size, count))
+        return
+    p = params or UnaryRepeatParams()
+    idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
+                               (src, p.src_blk_stride, p.src_rep_stride, "src")],
+                          count_or_mask, repeat_times)
+    if idx is not None and not core.mode.timing_only:
+        d, s = idx
+        dst.view()[d] = compute(src.view()[s])
+    core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes))
+
+
+def _scalar_op(op: str, fn, allowed=_ARITH):
+    def instr(dst: LocalTensor, src: LocalTensor, scalar, count_or_mask,
+              repeat_times: int | None = None, params: UnaryRepeatParams | None = None):
+        _check_dtype(op, dst, allowed)
+        _check_dtype(op, src, allowed)
+        cd = _compute_dtype(dst.dtype)
+        s = cd.type(dst.dtype.type(scalar))   # the scalar register holds a T
+        _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
+                     lambda x: fn(x, s, dtype=cd, casting="unsafe"))
+    instr.__name__ = op
+    instr.__doc__ = f"{op}(dst, src, scalar, count) or {op}(dst, src, scalar, mask, repeat_times, params)"
+    return instr
+
+
+def _float_fn(ufunc):
+    def fn(x, cd):
+        with np.errstate(all="ignore"):
+            return ufunc(x, dtype=cd)
+    return fn
+
+
+def _rsqrt(x, cd):
+    with np.errstate(all="ignore"):
+        return cd.type(1) / np.sqrt(x, dtype=cd)
+
+
+def _reciprocal(x, cd):
+    with np.errstate(all="ignore"):
+        return np.divide(cd.type(1), x, dtype=cd)
+
+
+def _divide(a, b, **kw):
+    with np.errstate(all="ignore"):
+        return np.divide(a, b, **kw)
+
+
+add = _binary("add", np.add)
+sub = _binary("sub", np.subtract)
+mul = _binary("mul", np.multiply)
+div = _binary("div", _divide, _FLOAT)
+max = _binary("max", np.maximum)  # noqa: A001 - Ascend C's name
+min = _binary("min", np.minimum)  # noqa: A001 - Ascend C's name
+
+adds = _scalar_op("adds", np.add)
+muls = _scalar_op("muls", np.multiply)
+maxs = _scalar_op("maxs", np.maximum)
+mins = _scalar_op("mins", np.minimum)
+
+exp = _unary("exp", _float_fn(np.exp))
+ln = _unary("ln", _float_fn(np.log))
+sqrt = _unary("sqrt", _float_fn(np.sqrt))
+abs = _unary("abs", _float_fn(np.abs))  # noqa: A001 - Ascend C's name
+reciprocal = _unary("reciprocal", _reciprocal)
+rsqrt = _unary("rsqrt", _rsqrt)
+relu = _unary("relu", lambda x, cd: np.maximum(x, cd.type(0), dtype=cd), _FLOAT | {I32})
+
+
+def duplicate(dst: LocalTensor, scalar, count_or_mask, repeat_times: int | None = None,
+              dst_blk_stride: int = 1, dst_rep_stride: int = 8) -> None:
+    """Duplicate: fill with a scalar (count form, or mask/repeat form with dst strides)."""
+    _check_dtype("duplicate", dst, _ARITH)
+    value = dst.dtype.type(scalar)
+    params = UnaryRepeatParams(dst_blk_stride, 1, dst_rep_stride, 0)
+    _apply_unary("duplicate", dst, dst, count_or_mask, repeat_times, params,
+                 lambda x: np.full(x.shape, value, dst.dtype))
+
+
+# ---------------------------------------------------------------- cast
+
+# The A2 Cast support table ([U]: from the Ascend C Cast API documentation, not ascend-facts).
+_ALL_ROUND = frozenset(RoundMode) - {RoundMode.CAST_NONE, RoundMode.CAST_ODD}
+_NONE = frozenset({RoundMode.CAST_NONE})
+CAST_PATHS: dict[tuple[np.dtype, np.dtype], frozenset] = {
+    (F16, F32): _NONE,
+    (BF16, F32): _NONE,
+    (F32, F16): frozenset(RoundMode),
+    (F32, BF16): _ALL_ROUND,
+    (F32, F32): _ALL_ROUND,
+    (F16, I32): _ALL_ROUND,
+    (F32, I32): _ALL_ROUND,
+    (BF16, I32): _ALL_ROUND,
+    (I32, F32): _NONE | {RoundMode.CAST_RINT},
+    (I16, F16): _NONE,
+    (F16, I16): _ALL_ROUND,
+}
+
+
+def _integral(x: np.ndarray, mode: RoundMode) -> np.ndarray:
+    if mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):
+        return np.rint(x)
+    if mode is RoundMode.CAST_FLOOR:
+        return np.floor(x)
+    if mode is RoundMode.CAST_CEIL:
+        return np.ceil(x)
+    if mode is RoundMode.CAST_TRUNC:
+        return np.trunc(x)
+    if mode is RoundMode.CAST_ROUND:
+        return np.copysign(np.floor(np.abs(x) + 0.5), x)
+    raise IllegalInstruction(f"round mode {mode.name} has no integral form")
+
+
+def round_to(x: np.ndarray, dst: np.dtype, mode: RoundMode) -> np.ndarray:
+    """Convert `x` to `dst` with the chip's round mode (exact reference for every mode)."""
+    x = np.asarray(x, np.float64)
+    if dst.kind in "iu":
+        info = np.iinfo(dst)
+        with np.errstate(invalid="ignore"):
+            r = np.clip(np.nan_to_num(_integral(x, mode)), info.min, info.max)
+        return r.astype(dst)
+    nearest = x.astype(dst)
+    if mode in (RoundMode.CAST_NONE, RoundMode.CAST_RINT):
+        return nearest
+    back = nearest.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(back > x, np.nextafter(nearest, dst.type(-np.inf)), nearest)
+        hi = np.where(back < x, np.nextafter(nearest, dst.type(np.inf)), nearest)
+    lo64, hi64 = lo.astype(np.float64), hi.astype(np.float64)
+    if mode is RoundMode.CAST_FLOOR:
+        return lo
+    if mode is RoundMode.CAST_CEIL:
+        return hi
+    if mode is RoundMode.CAST_TRUNC:
+        return np.where(x < 0, hi, lo)
+    if mode is RoundMode.CAST_ROUND:
+        d_lo, d_hi = x - lo64, hi64 - x
+        away = np.where(x < 0, lo, hi)
+        return np.where(d_lo < d_hi, lo, np.where(d_hi < d_lo, hi, away))
+    # CAST_ODD: an inexact result takes the neighbour whose last mantissa bit is 1.
+    bits = lo.view(np.uint16 if dst.itemsize == 2 else np.uint32)
+    odd = np.where(bits & 1, lo, hi)
+    return np.where(back == x, nearest, odd)
+
+
+def cast(dst: LocalTensor, src: LocalTensor, round_mode: RoundMode, count_or_mask,
+         repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
+    """Cast(dst, src, roundMode, count) or the mask/repeat form."""
+    allowed = CAST_PATHS.get((src.dtype, dst.dtype))
+    if allowed is None:
+        paths = ", ".join(f"{s.name}->{d.name}" for s, d in CAST_PATHS)
+        raise IllegalInstruction(
+            f"cast from {src.dtype.name} to {dst.dtype.name} has no path on "
+            f"{dst.core.chip.arch} (paths: {paths})")
+    if round_mode not in allowed:
+        raise IllegalInstruction(
+            f"cast {src.dtype.name}->{dst.dtype.name} does not take {round_mode.name} "
+            f"(allowed: {', '.join(sorted(m.name for m in allowed))})")
+    exact_widen = round_mode is RoundMode.CAST_NONE and dst.itemsize >= src.itemsize \
+        and dst.dtype.kind == "f"
+    compute = (lambda x: x) if exact_widen else (lambda x: round_to(x, dst.dtype, round_mode))
+    _apply_unary("cast", dst, src, count_or_mask, repeat_times, params, compute)
+
+
+# ---------------------------------------------------------------- whole-repeat reductions
+
+def _whole_reduce(op: str, fn):
+    def instr(dst: LocalTensor, src: LocalTensor, mask, repeat_times: int,
+              dst_rep_stride: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8) -> None:
+        _check_dtype(op, dst, _FLOAT)
+        _check_dtype(op, src, _FLOAT)
+        core = dst.core
+        idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask, repeat_times)
+        if idx is not None:
+            out = np.arange(repeat_times) * dst_rep_stride
+            _check_extent(op, dst, int(out.max()) + 1, "dst")
+            if not core.mode.timing_only:
+                vals = src.view()[idx[0]].astype(np.float32)
+                dst.view()[out] = fn(vals, axis=1)
+        core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes))
+    instr.__name__ = op
+    instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
+                     f"src_rep_stride): one result per repeat (Ascend C's WholeReduce, now "
+                     f"ReduceRepeat); dst_rep_stride counts elements")
+    return instr
+
+
+whole_reduce_sum = _whole_reduce("whole_reduce_sum", np.sum)
+whole_reduce_max = _whole_reduce("whole_reduce_max", np.max)
+whole_reduce_min = _whole_reduce("whole_reduce_min", np.min)

@@ -1,0 +1,3 @@
+"""One module per op family; importing this package registers every family."""
+
+from . import elementwise  # noqa: F401

@@ -1,0 +1,42 @@
+"""Host tiling helpers shared by every kernel: tile size from the chip (R11), core split (R7).
+
+Nothing here holds a chip number: UB capacity, vector width and alignment come from the spec,
+so a different chip gives a different tile with no code change.
+"""
+
+from __future__ import annotations
+
+from ..ascend.chips import ChipSpec
+
+
+def tile_elements(chip: ChipSpec, *, queued_bytes: int, buffer_num: int,
+                  scratch_bytes: int = 0, vector_itemsize: int) -> int:
+    """Elements per tile so that every buffer fits in UB.
+
+    `queued_bytes`: bytes per element summed over the queued tensors (each gets `buffer_num`
+    slots); `scratch_bytes`: bytes per element of single-buffered scratch (TBuf). The tile is a
+    whole number of vector repeats of the compute type, so full tiles never need a mask.
+    """
+    per_element = queued_bytes * buffer_num + scratch_bytes
+    lanes = chip.repeat_bytes // vector_itemsize
+    tile = chip.ub_bytes // per_element // lanes * lanes
+    if tile <= 0:
+        raise ValueError(f"no tile fits: {per_element} bytes per element against "
+                         f"{chip.ub_bytes} bytes of UB")
+    return tile
+
+
+def split_cores(total: int, chip: ChipSpec, itemsize: int, max_cores: int | None = None
+                ) -> tuple[int, int]:
+    """(block_dim, elements per core): contiguous ranges whose starts are burst-aligned in GM.
+
+    The last core takes the remainder; no core gets an empty range, and an empty tensor gets
+    no core at all (the launch is skipped).
+    """
+    if total <= 0:
+        return 0, 0
+    cores = min(max_cores or chip.aiv_cores, chip.aiv_cores)
+    align = max(1, chip.gm_alloc_align // itemsize)
+    per_core = -(-total // cores)
+    per_core = -(-per_core // align) * align
+    return -(-total // per_core), per_core

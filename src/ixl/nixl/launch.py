@@ -1,0 +1,58 @@
+"""Launching a native kernel: tiling on the host, then blocks over cores (R5, R7)."""
+
+from __future__ import annotations
+
+from ..ascend import Mode
+from ..ascend.gm import GlobalTensor
+from . import log
+from .context import KernelContext
+from .errors import KernelStartFailed
+from .record import RunRecord
+from .registry import KernelEntry
+from .version import RUNTIME_VERSION, compatible
+
+
+def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: dict,
+               config: dict | None = None) -> RunRecord:
+    chip = device.chip
+    name = getattr(entry.kernel, "__name__", entry.op)
+    if not compatible(entry.built_for_runtime, RUNTIME_VERSION):
+        raise KernelStartFailed(
+            f"kernel start failed: kernel {name} was built for runtime "
+            f"{entry.built_for_runtime}, this runtime is {RUNTIME_VERSION}")
+    for t in (*inputs, *outputs):
+        if not t.alive or t.device is not device:
+            raise KernelStartFailed(f"kernel start failed: {t.name} is not a live buffer "
+                                    f"of this device")
+    plan = entry.tiling([t.desc for t in inputs], [t.desc for t in outputs], attrs, chip, config)
+    record = RunRecord(entry.op, chip.name, "native", [t.shape for t in inputs],
+                       inputs[0].dtype if inputs else None, kernel=name,
+                       block_dim=plan.block_dim, tiling=plan.tiling, attrs=attrs)
+    if plan.block_dim == 0:     # nothing to compute: the host skips the launch
+        return record
+    if not 1 <= plan.block_dim <= chip.max_block_dim:
+        raise KernelStartFailed(f"kernel start failed: block_dim {plan.block_dim} outside "
+                                f"[1, {chip.max_block_dim}]")
+    gm = device.backend.gm
+    workspace = device.empty((plan.workspace_bytes,), "uint8", "workspace") \
+        if plan.workspace_bytes else None
+    try:
+        ws = (GlobalTensor(gm, workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
+                           "workspace") if workspace else None)
+        names = [*entry.schema.inputs, *entry.schema.outputs]
+        tensors = [GlobalTensor(gm, t.addr, t.desc.np_dtype, t.desc.storage_size, n)
+                   for t, n in zip((*inputs, *outputs), names)]
+        log.launch(entry.op, name, chip.name,
+                   [("in" if i < len(inputs) else "out", n, t)
+                    for i, (n, t) in enumerate(zip(names, (*inputs, *outputs)))], plan, ws)
+
+        def body(core):
+            ctx = KernelContext(core.block_idx, core.block_num, plan.tiling, chip, ws)
+            entry.kernel(ctx, *tensors)
+
+        mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
+        record.launch = device.backend.launch(name, body, plan.block_dim, mode)
+    finally:
+        if workspace is not None:
+            workspace.free()
+    return record

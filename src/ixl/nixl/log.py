@@ -1,0 +1,30 @@
+"""The debug log switch (R14): IXL_LOG=debug prints every launch's descs, addresses and tiling."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+
+def enabled() -> bool:
+    return os.environ.get("IXL_LOG", "").lower() == "debug"
+
+
+def launch(op: str, kernel: str, chip: str, tensors: list, plan, workspace) -> None:
+    if not enabled():
+        return
+    lines = [f"[ixl] launch {op} kernel={kernel} chip={chip} block_dim={plan.block_dim}"]
+    for role, name, t in tensors:
+        lines.append(f"[ixl]   {role} {name}: {t.desc} addr={t.addr:#x} bytes={t.desc.nbytes}")
+    if workspace is not None:
+        lines.append(f"[ixl]   workspace: addr={workspace.addr:#x} bytes={workspace.nbytes}")
+    tiling = plan.tiling
+    fields = dataclasses.asdict(tiling) if dataclasses.is_dataclass(tiling) else tiling
+    lines.append(f"[ixl]   tiling {type(tiling).__name__}: {fields}")
+    print("\n".join(lines), file=sys.stderr)
+
+
+def shim(op: str, reason: str) -> None:
+    if enabled():
+        print(f"[ixl] shim {op}: {reason}", file=sys.stderr)

@@ -1,0 +1,28 @@
+"""What one op run did: which path, which kernel, how long on the modeled chip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ascend.simulator import LaunchRecord
+
+
+@dataclass
+class RunRecord:
+    op: str
+    chip: str
+    path: str                     # "native" or "shim"
+    shapes: list[tuple[int, ...]]
+    dtype: str | None
+    reason: str | None = None     # why the shim ran
+    kernel: str | None = None
+    block_dim: int = 0
+    tiling: Any = None
+    launch: LaunchRecord | None = None
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def time_us(self) -> float:
+        """Modeled time on the chip (0 when no kernel had to run)."""
+        return self.launch.time_us if self.launch is not None else 0.0

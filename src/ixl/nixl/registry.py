@@ -1,0 +1,73 @@
+"""The registry: one unique op type name binds a schema to its native kernel (R5).
+
+A kernel entry holds the kernel entry point, the tiling function, an optional tensor-desc
+function, the tier, the dtypes it handles and the runtime it was built for. Lookup falls back to
+the shim when there is no kernel or the kernel declines a case; the reason is kept and shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..hixl import OpSchema, get_op
+from .tensor_desc import TensorDesc
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What the host tiling function decides: cores, tiling data, workspace."""
+
+    block_dim: int
+    tiling: Any                 # a dataclass the kernel reads (TilingData)
+    workspace_bytes: int = 0
+
+
+@dataclass
+class KernelEntry:
+    op: str
+    kernel: Callable[..., None]          # kernel(ctx, *inputs, *outputs) on GlobalTensors
+    tiling: Callable[..., LaunchPlan]    # tiling(in_descs, out_descs, attrs, chip, config)
+    dtypes: tuple[str, ...]
+    built_for_runtime: str
+    declines: Callable[..., str | None] = lambda in_descs, attrs: None
+    desc_fn: Callable[..., list[TensorDesc]] | None = None   # storage layout of outputs
+    tile_unit: Callable[..., int] | None = None             # elements per tile (for verify)
+    tuning_space: dict = field(default_factory=dict)
+
+    @property
+    def schema(self) -> OpSchema:
+        return get_op(self.op)
+
+    def why_not(self, in_descs: list[TensorDesc], attrs: dict) -> str | None:
+        """None when the kernel takes this case, else the reason it goes to the shim."""
+        dtype = in_descs[0].dtype if in_descs else None
+        if dtype is not None and dtype not in self.dtypes:
+            return f"native kernel has no {dtype} path (has {', '.join(self.dtypes)})"
+        return self.declines(in_descs, attrs)
+
+
+class Registry:
+    def __init__(self):
+        self._kernels: dict[str, KernelEntry] = {}
+        self._loaded = False
+
+    def register(self, entry: KernelEntry) -> KernelEntry:
+        get_op(entry.op)   # the op must exist in HIXL
+        if entry.op in self._kernels:
+            raise ValueError(f"a native kernel for {entry.op} is registered twice")
+        self._kernels[entry.op] = entry
+        return entry
+
+    def native(self, op: str) -> KernelEntry | None:
+        self._load()
+        return self._kernels.get(op)
+
+    def _load(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            from .. import kernels  # noqa: F401  (the only importer of the kernel library)
+
+
+REGISTRY = Registry()
+register_kernel = REGISTRY.register

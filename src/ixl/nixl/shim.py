@@ -1,0 +1,23 @@
+"""The shim (R2): an op with no native kernel runs its HIXL reference behind the same interface.
+
+Inputs come back to the host, the reference runs there, outputs go back to the device. The
+record says "shim" and why, so no fallback is ever silent.
+"""
+
+from __future__ import annotations
+
+from ..hixl import OpSchema
+from . import log
+from .record import RunRecord
+
+
+def run_shim(device, schema: OpSchema, inputs: list, outputs: list, attrs: dict,
+             reason: str) -> RunRecord:
+    log.shim(schema.name, reason)
+    arrays = [t.numpy() for t in inputs]
+    if not device.timing_only:
+        results = schema.reference(*arrays, **attrs)
+        for out, res in zip(outputs, results):
+            device.write(out, res)
+    return RunRecord(schema.name, device.chip.name, "shim", [t.shape for t in inputs],
+                     inputs[0].dtype if inputs else None, reason=reason, attrs=attrs)

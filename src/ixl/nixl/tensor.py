@@ -1,0 +1,59 @@
+"""Device tensors: a TensorDesc plus a block of device memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import KernelStartFailed
+from .tensor_desc import TensorDesc
+
+if TYPE_CHECKING:
+    from .device import Device
+
+
+class DeviceTensor:
+    def __init__(self, device: Device, desc: TensorDesc, addr: int, name: str):
+        self.device = device
+        self.desc = desc
+        self.addr = addr
+        self.name = name
+        self.alive = True
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.desc.shape
+
+    @property
+    def dtype(self) -> str:
+        return self.desc.dtype
+
+    def storage(self) -> np.ndarray:
+        """The stored elements (padded layout included), as a read-only copy."""
+        self._check_alive()
+        raw = self.device.read(self.addr, self.desc.nbytes)
+        return raw.view(self.desc.np_dtype).reshape(self.desc.storage_shape)
+
+    def numpy(self) -> np.ndarray:
+        """Copy to the host: the logical tensor, padding dropped."""
+        stored = self.storage()
+        if self.desc.is_padded:
+            stored = stored[tuple(slice(0, d) for d in self.desc.shape)]
+        return np.ascontiguousarray(stored)
+
+    def free(self) -> None:
+        if self.alive:
+            self.alive = False
+            self.device.release(self)
+
+    def _check_alive(self) -> None:
+        if not self.alive:
+            raise KernelStartFailed(f"tensor {self.name} at {self.addr:#x} was freed")
+
+    def __del__(self):
+        if getattr(self, "alive", False) and not self.device.closed:
+            self.free()
+
+    def __repr__(self) -> str:
+        return f"DeviceTensor({self.name}: {self.desc} @ {self.addr:#x})"

@@ -1,0 +1,80 @@
+"""TensorDesc: logical shape vs storage shape, format and dtype, kept apart everywhere (R5)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..hixl import ArgSpec, to_numpy
+
+
+class Format(enum.Enum):
+    ND = "ND"
+    NC1HWC0 = "NC1HWC0"
+    FRACTAL_NZ = "FRACTAL_NZ"
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    dtype: str
+    shape: tuple[int, ...]            # logical dims: what the op means
+    storage_shape: tuple[int, ...]    # dims as laid out in GM (padded where the layout needs)
+    format: Format = Format.ND
+
+    @classmethod
+    def nd(cls, shape, dtype: str) -> TensorDesc:
+        shape = tuple(int(d) for d in shape)
+        return cls(dtype, shape, shape, Format.ND)
+
+    @classmethod
+    def padded_last_dim(cls, shape, dtype: str, align_bytes: int) -> TensorDesc:
+        """ND with the last dim padded so that each row starts on an `align_bytes` boundary."""
+        shape = tuple(int(d) for d in shape)
+        if not shape:
+            return cls.nd(shape, dtype)
+        per = max(1, align_bytes // to_numpy(dtype).itemsize)
+        last = -(-shape[-1] // per) * per
+        return cls(dtype, shape, shape[:-1] + (last,), Format.ND)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return to_numpy(self.dtype)
+
+    @property
+    def itemsize(self) -> int:
+        return self.np_dtype.itemsize
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def storage_size(self) -> int:
+        return int(np.prod(self.storage_shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.storage_size * self.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides of the logical dims within the storage layout (ND only)."""
+        out, step = [], 1
+        for d in reversed(self.storage_shape):
+            out.append(step)
+            step *= d
+        return tuple(reversed(out))
+
+    @property
+    def is_padded(self) -> bool:
+        return self.shape != self.storage_shape
+
+    @property
+    def spec(self) -> ArgSpec:
+        return ArgSpec(self.shape, self.dtype)
+
+    def __str__(self) -> str:
+        storage = "" if not self.is_padded else f" storage {list(self.storage_shape)}"
+        return f"{self.dtype}{list(self.shape)} {self.format.value}{storage}"
