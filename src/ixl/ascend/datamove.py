@@ -77,7 +77,7 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         core.issue(pipe, what, 0)   # a NOP, but it still passes through the pipe
         return None
     gm_bytes = gm.region(0, (count - 1) * gm_pitch + width, core.core_id,
-                         "reads" if inbound else "writes")
+                         "reads" if inbound else "writes", strict=core.mode.debug)
     ub_bytes = core.ub_view(local.offset, (count - 1) * ub_pitch + ub_lead + width, what)
     rows = None
     if not core.mode.timing_only:

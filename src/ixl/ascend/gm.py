@@ -75,15 +75,17 @@ class GlobalTensor:
     Every access is checked against the window, so an overrun names the tensor it ran past.
     """
 
-    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize")
+    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root")
 
-    def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm"):
+    def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm",
+                 root: tuple[int, int] | None = None):
         self.gm = gm
         self.addr = addr
         self.dtype = np.dtype(dtype)
         self.count = count
         self.name = name
         self.itemsize = self.dtype.itemsize
+        self.root = root or (addr, count * self.itemsize)   # the whole tensor: (addr, bytes)
 
     @property
     def nbytes(self) -> int:
@@ -95,21 +97,30 @@ class GlobalTensor:
             raise AicoreOutOfBound(
                 f"aicore memory out of bound: window [{offset}, {offset + count}) of tensor "
                 f"'{self.name}' with {self.count} elements")
-        return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count, self.name)
+        return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count,
+                            self.name, self.root)
 
     def __getitem__(self, offset: int) -> GlobalTensor:
         """`xGm[offset]`: the tensor from element `offset` to its end."""
         return self.window(offset, self.count - offset)
 
-    def region(self, byte_offset: int, nbytes: int, core_id: int, what: str) -> np.ndarray:
-        """uint8 view of the bytes an instruction touches, bounds-checked against this window."""
-        if byte_offset < 0 or byte_offset + nbytes > self.nbytes:
-            start = self.addr + byte_offset
+    def region(self, byte_offset: int, nbytes: int, core_id: int, what: str,
+               strict: bool = False) -> np.ndarray:
+        """uint8 view of the bytes an instruction touches, checked against the whole tensor
+        (always) and, when `strict` (debug mode), against this window too."""
+        start = self.addr + byte_offset
+        base, size = self.root
+        if start < base or start + nbytes > base + size:
             raise AicoreOutOfBound(
                 f"aicore memory out of bound: core {core_id} {what} GM [{start:#x}, "
                 f"{start + nbytes:#x}) ({nbytes} bytes) outside tensor '{self.name}' "
-                f"[{self.addr:#x}, {self.addr + self.nbytes:#x}) ({self.nbytes} bytes)")
-        return self.gm.bytes(self.addr + byte_offset, nbytes)
+                f"[{base:#x}, {base + size:#x}) ({size} bytes)")
+        if strict and (byte_offset < 0 or byte_offset + nbytes > self.nbytes):
+            raise AicoreOutOfBound(
+                f"aicore memory out of bound: core {core_id} {what} GM [{start:#x}, "
+                f"{start + nbytes:#x}) ({nbytes} bytes) outside its window [{self.addr:#x}, "
+                f"{self.addr + self.nbytes:#x}) of tensor '{self.name}' (another core's range)")
+        return self.gm.bytes(start, nbytes)
 
     def numpy(self) -> np.ndarray:
         return self.gm.bytes(self.addr, self.nbytes).view(self.dtype)

@@ -74,6 +74,13 @@ class Attr:
     doc: str = ""
 
 
+def _golden_dtype(dtype: np.dtype) -> np.dtype:
+    name = dt.name_of(dtype)
+    if name in dt.HALF:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64) if dt.is_float(name) else dtype
+
+
 def broadcast_shapes(op: str, shapes: Sequence[Shape]) -> Shape:
     """numpy / ONNX multidirectional broadcasting, with an error naming both shapes."""
     try:
@@ -133,10 +140,10 @@ class OpSchema:
 
     # ---- the golden ----
     def reference(self, *arrays: np.ndarray, **attrs) -> list[np.ndarray]:
-        """The golden: computed in float64 for float inputs, then rounded once to the dtype."""
+        """The golden: half inputs computed in float32, float32 in float64, rounded once."""
         bound = self.bind_attrs(attrs)
         out_dtype = arrays[0].dtype if arrays else np.dtype(np.float32)
-        wide = [a.astype(np.float64) if dt.is_float(dt.name_of(a.dtype)) else a for a in arrays]
+        wide = [a.astype(_golden_dtype(a.dtype)) for a in arrays]
         with np.errstate(all="ignore"):
             result = self.reference_fn(*wide, **bound)
         results = result if isinstance(result, tuple) else (result,)
@@ -146,5 +153,12 @@ class OpSchema:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCE.get(dtype, EXACT)
 
     def random_inputs(self, specs: Sequence[ArgSpec], rng: np.random.Generator) -> list[np.ndarray]:
+        """Uniform in `input_range`, drawn in float32 (enough for every supported dtype)."""
         lo, hi = self.input_range
-        return [rng.uniform(lo, hi, s.shape).astype(dt.to_numpy(s.dtype)) for s in specs]
+        out = []
+        for s in specs:
+            x = rng.random(s.shape, dtype=np.float32)
+            x *= np.float32(hi - lo)
+            x += np.float32(lo)
+            out.append(x.astype(dt.to_numpy(s.dtype)))
+        return out

@@ -1,0 +1,255 @@
+"""The `ixl` command: parses, calls the library, prints. No logic of its own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from . import explain as explain_mod
+from . import versions
+from .ascend import CHIPS, ChipError, UnknownChipError
+from .hixl import ArgSpec, HixlError, all_ops, get_op
+from .nixl import REGISTRY, NixlError, device
+from .verify import CaseResult, run_case, verify_op_cases
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+USER_ERRORS = (HixlError, ChipError, NixlError, UnknownChipError, ValueError, TypeError)
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    t = text.strip().lower()
+    if t in ("", "()", "scalar"):
+        return ()
+    parts = re.split(r"\s*[,x]\s*", t)
+    if not all(p.isdigit() for p in parts):
+        raise ValueError(f"shape {text!r} does not parse: give comma-separated non-negative "
+                         f"integers such as 8192,8192 (or 'scalar')")
+    return tuple(int(p) for p in parts)
+
+
+def parse_attr(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise ValueError(f"attribute {text!r} does not parse: use NAME=VALUE")
+    name, value = text.split("=", 1)
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
+def _emit_json(obj) -> None:
+    print(json.dumps(obj, indent=2))
+
+
+# ---------------------------------------------------------------- list
+
+def cmd_list(args) -> int:
+    rows = []
+    for name, schema in all_ops().items():
+        entry = REGISTRY.native(name)
+        rows.append({
+            "op": name, "tier": schema.tier, "family": schema.family,
+            "path": "native" if entry else "shim",
+            "dtypes": list(schema.dtypes),
+            "native_dtypes": list(entry.dtypes) if entry else [],
+            "kernel": getattr(entry.kernel, "__name__", None) if entry else None,
+            "inputs": list(schema.inputs), "attrs": list(schema.attrs),
+        })
+    if args.json:
+        _emit_json(rows)
+        return 0
+    table = Table(title=f"ixl ops ({len(rows)})")
+    for col in ("op", "tier", "family", "path", "dtypes", "kernel"):
+        table.add_column(col)
+    for r in rows:
+        path = "[green]native[/]" if r["path"] == "native" else "[yellow]shim[/]"
+        table.add_row(r["op"], r["tier"], r["family"], path, ", ".join(r["dtypes"]),
+                      r["kernel"] or "-")
+    out.print(table)
+    return 0
+
+
+# ---------------------------------------------------------------- run
+
+def _describe(res: CaseResult) -> list[str]:
+    lines = []
+    if res.path == "native":
+        t = res.record.tiling
+        detail = f"{res.kernel}, {res.block_dim} blocks"
+        if hasattr(t, "tile"):
+            detail += f", tile {t.tile}, buffers {t.buffer_num}"
+        lines.append(f"  path: native ({detail})")
+    else:
+        lines.append(f"  path: shim ({res.reason})")
+    for i, c in enumerate(res.comparisons):
+        label = f"output {i}: " if len(res.comparisons) > 1 else ""
+        lines.append(f"  {label}{c.summary()}")
+    rec = res.record
+    if rec.launch is not None:
+        lines.append(f"  modeled time: {rec.time_us:.2f} us on {res.chip} "
+                     f"(launch {rec.launch.launch_us:.2f} us + cores {rec.launch.core_us:.2f} us)")
+    elif res.path == "native":
+        lines.append("  modeled time: 0 us (empty tensor: no launch)")
+    return lines
+
+
+def cmd_run(args) -> int:
+    schema = get_op(args.op)
+    shapes = [parse_shape(s) for s in args.shape]
+    if len(shapes) == 1 and len(schema.inputs) > 1:
+        shapes = shapes * len(schema.inputs)
+    attrs = dict(parse_attr(a) for a in args.attr)
+    specs = [ArgSpec(s, args.dtype) for s in shapes]
+    schema.check(specs, attrs)
+    dev = device(args.chip, debug=args.debug)
+    try:
+        res = run_case(dev, schema, specs, attrs, seed=args.seed)
+    finally:
+        dev.close()
+    if args.json:
+        _emit_json(res.to_json())
+    else:
+        status = "[green]PASS[/]" if res.ok else "[red]FAIL[/]"
+        joined = " , ".join(str(list(s)) for s in shapes)
+        out.print(f"{schema.name} {args.dtype} {joined} on {res.chip}: {status}")
+        for line in _describe(res):
+            out.print(line)
+    return 0 if res.ok else 1
+
+
+# ---------------------------------------------------------------- verify
+
+def cmd_verify(args) -> int:
+    ops = [get_op(args.op).name] if args.op else None
+    dev = device(args.chip, debug=not args.release)
+    try:
+        if args.json:
+            results = verify_op_cases(dev, ops, seed=args.seed)
+        else:
+            from rich.progress import Progress
+            with Progress(console=err, transient=True) as bar:
+                task = bar.add_task("verifying", total=None)
+
+                def progress(i, n, r):
+                    bar.update(task, completed=i, total=n,
+                               description=f"{r.op} {r.note[:30]} {r.dtype}")
+                results = verify_op_cases(dev, ops, seed=args.seed, progress=progress)
+    finally:
+        dev.close()
+    failed = [r for r in results if not r.ok]
+    if args.json:
+        _emit_json([r.to_json() for r in results])
+        return 1 if failed else 0
+    table = Table(title=f"sample cases on {dev.chip.name} ({'release' if args.release else 'debug'} mode)")
+    for col in ("op", "case", "dtype", "shapes", "path", "status", "max abs err", "max rel err"):
+        table.add_column(col)
+    for r in results:
+        status = "[green]pass[/]" if r.ok else "[red]FAIL[/]"
+        table.add_row(r.op, r.note, r.dtype, " ".join(str(list(s)) for s in r.shapes), r.path,
+                      status, f"{r.worst('max_abs_err'):.3g}", f"{r.worst('max_rel_err'):.3g}")
+    out.print(table)
+    out.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    for r in failed:
+        out.print(f"[red]FAIL[/] {r.op} {r.note} {r.dtype}: "
+                  + "; ".join(c.summary() for c in r.comparisons if not c.ok))
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------- env, explain
+
+def cmd_env(args) -> int:
+    rep = versions.report()
+    checks = versions.checks() if args.check else []
+    if args.json:
+        _emit_json({"versions": rep, "checks": [c.__dict__ for c in checks]})
+    else:
+        for k, v in rep.items():
+            out.print(f"{k:>22}: {v}")
+        for c in checks:
+            mark = "[green]ok[/]" if c.ok else "[red]MISMATCH[/]"
+            out.print(f"check {c.name}: {mark} ({c.detail})")
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        err.print("ixl: error: kernel start failed: " + "; ".join(c.detail for c in bad))
+        return 1
+    return 0
+
+
+def cmd_explain(args) -> int:
+    entries = explain_mod.lookup(" ".join(args.symptom)) if args.symptom else explain_mod.ENTRIES
+    if not entries:
+        err.print(f"ixl: no entry for {' '.join(args.symptom)!r}; known symptoms: "
+                  + ", ".join(e.symptom for e in explain_mod.ENTRIES))
+        return 2
+    table = Table(title="error quick reference", show_lines=True)
+    for col in ("symptom", "likely cause", "where to look"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(e.symptom, e.cause, e.where)
+    out.print(table)
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ixl", description=(
+        "Port ops from their semantics (HIXL) to a runtime (NIXL) on a simulated Ascend "
+        "AI Core: check against the golden, see where the time goes."))
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("list", help="ops with tier, native or shim, dtypes")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("run", help="run one op on random inputs and compare with the golden")
+    s.add_argument("op")
+    s.add_argument("--shape", action="append", required=True,
+                   help="input shape such as 8192,8192; once per input, or once for all")
+    s.add_argument("--dtype", default="float16", help="float16, bfloat16 or float32 (default float16)")
+    s.add_argument("--attr", action="append", default=[], metavar="NAME=VALUE",
+                   help="op attribute (JSON value)")
+    s.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--debug", action="store_true",
+                   help="debug mode: NaN-filled fresh buffers, truncated-copy and flag checks")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("verify", help="run every sample case of the op database (debug mode)")
+    s.add_argument("--op", help="only this op")
+    s.add_argument("--chip", default="910B1")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--release", action="store_true", help="release mode instead of debug")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("env", help="versions of the runtime, chip model, kernels and toolkit")
+    s.add_argument("--check", action="store_true", help="exit 1 when versions do not align")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_env)
+
+    s = sub.add_parser("explain", help="the error quick reference: likely cause, where to look")
+    s.add_argument("symptom", nargs="*", help="e.g. 'aicore memory out of bound'")
+    s.set_defaults(func=cmd_explain)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except USER_ERRORS as e:
+        err.print(f"ixl: error: {e}", markup=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The error quick reference (R12): every error message points here by its symptom."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    symptom: str
+    cause: str
+    where: str
+
+
+ENTRIES = [
+    Entry("aicore memory out of bound",
+          "a local buffer overrun or wrong address arithmetic: an access past a tensor's "
+          "window in GM or past the Unified Buffer",
+          "tileSize against UB capacity; each block's start offset and count; run with "
+          "--debug to check every access against its own tensor"),
+    Entry("shape mismatch",
+          "logical vs physical shape: a padded storage shape used as the logical one, or "
+          "shapes that do not broadcast",
+          "layout transforms, padding and alignment parameters (TensorDesc.shape vs "
+          "storage_shape); the broadcasting rules in the error"),
+    Entry("kernel start failed",
+          "runtime and kernel library versions do not match, or an input buffer is not "
+          "allocated (freed, or from another device)",
+          "`ixl env --check` for the versions; that every input is a live device tensor"),
+    Entry("large numeric deviation",
+          "accumulation order or type (half-precision accumulation), or a read of a local "
+          "buffer that was never (fully) written",
+          "accumulate in float32; initialise buffers; run with --debug, which fills fresh "
+          "buffers with NaN so such reads show"),
+    Entry("far slower than expected",
+          "a debug build, tiles too small, or moves and compute not overlapped",
+          "run in release mode (no --debug); larger tiles; double buffering (buffer_num 2); "
+          "`ixl run ... --profile` shows the bound pipe"),
+    Entry("ub overflow",
+          "the queues and buffers of one kernel ask for more Unified Buffer than the core has, "
+          "or exceed the buffer / event-id limits",
+          "the tiling: tile = UB / (tensors x buffers x bytes); the chip spec's ub_bytes, "
+          "max_buffers and event_ids_per_position"),
+    Entry("illegal instruction",
+          "an unaligned UB address (LocalTensor offsets must be 32-byte aligned) or an "
+          "instruction parameter out of its range (repeat_times > 255, block_count > 4095)",
+          "offsets into local tensors; the mask / repeat / stride parameters"),
+    Entry("truncated copy",
+          "a data_copy whose length is not a multiple of 32 bytes: the chip silently copies "
+          "less; debug mode refuses it",
+          "tails: use data_copy_pad, or round the tile to 32 bytes"),
+    Entry("timed out",
+          "a wait_flag with no matching set_flag, a set_flag never waited for, or a deque of "
+          "an empty queue: the core waits forever",
+          "pair every set_flag/wait_flag with the same event and id; enque before deque"),
+    Entry("unsupported dtype",
+          "the op (or the vector instruction) has no path for this dtype",
+          "`ixl list` for each op's dtypes; bfloat16 computes in float32 on the A2 vector unit"),
+    Entry("unknown op", "the op name is not in the op database",
+          "`ixl list` for the known ops (names are case-sensitive, ONNX style)"),
+    Entry("bad attribute", "an attribute the op does not take, or a value out of its range",
+          "the op's schema: `ixl list --json` lists each op's attributes"),
+    Entry("out of memory", "live device tensors exceed the chip's HBM",
+          "free tensors you no longer need; Device.close() reports what is still live"),
+]
+
+
+def lookup(symptom: str) -> list[Entry]:
+    """Entries whose symptom matches `symptom` (substring, then fuzzy)."""
+    s = symptom.lower().strip()
+    hits = [e for e in ENTRIES if s in e.symptom or e.symptom in s]
+    if hits:
+        return hits
+    close = difflib.get_close_matches(s, [e.symptom for e in ENTRIES], n=2, cutoff=0.4)
+    return [e for e in ENTRIES if e.symptom in close]

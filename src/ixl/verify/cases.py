@@ -1,0 +1,122 @@
+"""Run an op on a device against its golden: one case, or every sample case of the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from ..hixl import ArgSpec, OpSchema, SampleCase, TileMultiple, all_ops, get_op
+from .compare import Comparison, compare
+
+# Size unit for TileMultiple cases of ops that run on the shim (no kernel tile to follow).
+SHIM_TILE_UNIT = 4096
+
+
+@dataclass
+class CaseResult:
+    op: str
+    note: str
+    shapes: list[tuple[int, ...]]
+    dtype: str
+    chip: str
+    path: str
+    comparisons: list[Comparison]
+    attrs: dict = field(default_factory=dict)
+    reason: str | None = None
+    kernel: str | None = None
+    block_dim: int = 0
+    modeled_us: float = 0.0
+    record: object = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.comparisons)
+
+    @property
+    def status(self) -> str:
+        return "pass" if self.ok else "fail"
+
+    def worst(self, attr: str) -> float:
+        return max((getattr(c, attr) for c in self.comparisons), default=0.0)
+
+    def to_json(self) -> dict:
+        first = next((c for c in self.comparisons if not c.ok), None)
+        return {
+            "op": self.op, "case": self.note, "shapes": [list(s) for s in self.shapes],
+            "dtype": self.dtype, "chip": self.chip, "status": self.status, "path": self.path,
+            "reason": self.reason, "kernel": self.kernel, "block_dim": self.block_dim,
+            "attrs": self.attrs,
+            "max_abs_err": self.worst("max_abs_err"), "max_rel_err": self.worst("max_rel_err"),
+            "mismatches": sum(c.mismatches for c in self.comparisons),
+            "first_mismatch": list(first.first_mismatch) if first and first.first_mismatch
+            is not None else None,
+            "modeled_us": round(self.modeled_us, 3),
+        }
+
+
+def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = None, *,
+             seed: int = 0, note: str = "") -> CaseResult:
+    """Random inputs, run on `dev`, compare every output with the golden."""
+    attrs = attrs or {}
+    arrays = schema.random_inputs(specs, np.random.default_rng(seed))
+    inputs = [dev.tensor(a, name=n) for a, n in zip(arrays, schema.inputs)]
+    try:
+        outs = dev.run(schema.name, *inputs, **attrs)
+    finally:
+        for t in inputs:
+            t.free()
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    try:
+        got = [o.numpy() for o in outs]
+    finally:
+        for o in outs:
+            o.free()
+    refs = schema.reference(*arrays, **attrs)
+    dtype = specs[0].dtype if specs else "float32"
+    comps = [compare(g, r, schema.tolerance(dtype)) for g, r in zip(got, refs)]
+    rec = dev.last_profile
+    return CaseResult(schema.name, note, [s.shape for s in specs], dtype, dev.chip.name,
+                      rec.path, comps, attrs, rec.reason, rec.kernel, rec.block_dim,
+                      rec.time_us, rec)
+
+
+def resolve_shape(shape, unit: int) -> tuple[int, ...]:
+    if isinstance(shape, TileMultiple):
+        return (shape.tiles * unit + shape.plus,)
+    return tuple(shape)
+
+
+def tile_unit(dev, schema: OpSchema, dtype: str) -> int:
+    """Elements that give every core one whole tile, for the kernel that will run."""
+    entry = dev.registry.native(schema.name)
+    if entry is None or entry.tile_unit is None:
+        return SHIM_TILE_UNIT
+    return entry.tile_unit(ArgSpec((1,), dtype), dev.chip)
+
+
+def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str) -> list[ArgSpec]:
+    unit = tile_unit(dev, schema, dtype)
+    return [ArgSpec(resolve_shape(s, unit), dtype) for s in case.shapes]
+
+
+def iter_samples(ops: list[str] | None = None) -> Iterator[tuple[OpSchema, SampleCase, str]]:
+    names = ops or list(all_ops())
+    for name in names:
+        schema = get_op(name)
+        for case in schema.samples:
+            for dtype in case.dtypes or schema.dtypes:
+                yield schema, case, dtype
+
+
+def verify_op_cases(dev, ops: list[str] | None = None, seed: int = 0, progress=None
+                    ) -> list[CaseResult]:
+    todo = list(iter_samples(ops))
+    results = []
+    for i, (schema, case, dtype) in enumerate(todo):
+        specs = sample_specs(dev, schema, case, dtype)
+        results.append(run_case(dev, schema, specs, case.attrs, seed=seed, note=case.note))
+        if progress:
+            progress(i + 1, len(todo), results[-1])
+    return results

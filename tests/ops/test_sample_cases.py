@@ -1,0 +1,30 @@
+"""Every op against its HIXL golden over every sample case and dtype, in debug mode (R8)."""
+
+import pytest
+
+import ixl
+from ixl.verify.cases import iter_samples, run_case, sample_specs
+
+CASES = list(iter_samples())
+
+
+@pytest.fixture(scope="module")
+def debug_dev():
+    d = ixl.device("910B1", debug=True)
+    yield d
+    assert d.close() == []
+
+
+@pytest.mark.parametrize("schema, case, dtype", CASES,
+                         ids=[f"{s.name}-{c.note}-{d}" for s, c, d in CASES])
+def test_sample_case(debug_dev, schema, case, dtype):
+    specs = sample_specs(debug_dev, schema, case, dtype)
+    res = run_case(debug_dev, schema, specs, case.attrs, note=case.note)
+    assert res.ok, "; ".join(c.summary() for c in res.comparisons)
+
+
+def test_native_ops_take_the_native_path_on_same_shapes(debug_dev):
+    for name in ("Add", "Mul", "Relu"):
+        schema = ixl.hixl.get_op(name)
+        specs = [ixl.hixl.ArgSpec((1024,), "float16")] * len(schema.inputs)
+        assert run_case(debug_dev, schema, specs).path == "native"
