@@ -107,6 +107,15 @@ class OpSchema:
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     input_range: tuple[float, float] = (-4.0, 4.0)
     doc: str = ""
+    # ONNX-style type variables: input name -> type variable (default "T" for every input),
+    # and type variable -> allowed dtypes ("T" defaults to `dtypes`). Inputs that share a type
+    # variable must share a dtype.
+    type_of: dict[str, str] = field(default_factory=dict)
+    constraints: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    optional: int = 0               # how many trailing inputs may be omitted (or None)
+    # make_inputs(schema, specs, rng, attrs) -> arrays, for ops whose inputs need a domain
+    # (indices in range, positive values); None entries stay None.
+    make_inputs: Callable[..., list] | None = None
 
     # ---- checks and inference ----
     def bind_attrs(self, attrs: dict) -> dict:
@@ -117,21 +126,36 @@ class OpSchema:
                             f"allowed: {allowed}")
         return {k: attrs.get(k, a.default) for k, a in self.attrs.items()}
 
-    def check(self, specs: Sequence[ArgSpec], attrs: dict | None = None) -> dict:
+    def allowed_dtypes(self, input_name: str) -> tuple[str, ...]:
+        var = self.type_of.get(input_name, "T")
+        return self.constraints.get(var, self.dtypes if var == "T" else ())
+
+    def check(self, specs: Sequence[ArgSpec | None], attrs: dict | None = None) -> dict:
         """Raise a clear error for a call the op does not accept; return the bound attributes."""
-        if len(specs) != len(self.inputs):
-            raise ShapeMismatch(f"{self.name} takes {len(self.inputs)} input(s) "
+        required = len(self.inputs) - self.optional
+        if not required <= len(specs) <= len(self.inputs):
+            count = (f"{len(self.inputs)}" if not self.optional
+                     else f"{required} to {len(self.inputs)}")
+            raise ShapeMismatch(f"{self.name} takes {count} input(s) "
                                 f"({', '.join(self.inputs)}), got {len(specs)}")
-        for spec in specs:
-            if spec.dtype not in self.dtypes:
-                raise DtypeError(f"{self.name} does not support {spec.dtype} "
-                                 f"(supported: {', '.join(self.dtypes)})")
+        seen: dict[str, tuple[str, str]] = {}
+        for i, (spec, name) in enumerate(zip(specs, self.inputs)):
+            if spec is None:
+                if i < required:
+                    raise ShapeMismatch(f"{self.name}: input {name} is required")
+                continue
+            allowed = self.allowed_dtypes(name)
+            if spec.dtype not in allowed:
+                raise DtypeError(f"{self.name} does not support {spec.dtype} for {name} "
+                                 f"(supported: {', '.join(allowed)})")
             if any(d < 0 for d in spec.shape):
                 raise ShapeMismatch(f"{self.name}: negative dim in shape {spec.shape}")
-        kinds = {s.dtype for s in specs}
-        if len(kinds) > 1:
-            raise DtypeError(f"{self.name}: inputs have dtypes {' and '.join(sorted(kinds))}; "
-                             f"all inputs take one dtype (cast first)")
+            var = self.type_of.get(name, "T")
+            if var in seen and seen[var][1] != spec.dtype:
+                other, other_dtype = seen[var]
+                raise DtypeError(f"{self.name}: {other} is {other_dtype} but {name} is "
+                                 f"{spec.dtype}; they take one dtype (cast first)")
+            seen.setdefault(var, (name, spec.dtype))
         return self.bind_attrs(attrs or {})
 
     def infer(self, specs: Sequence[ArgSpec], attrs: dict | None = None) -> list[ArgSpec]:
@@ -139,26 +163,40 @@ class OpSchema:
         return self.infer_fn(self, list(specs), bound)
 
     # ---- the golden ----
-    def reference(self, *arrays: np.ndarray, **attrs) -> list[np.ndarray]:
-        """The golden: half inputs computed in float32, float32 in float64, rounded once."""
+    def reference(self, *arrays: np.ndarray | None, **attrs) -> list[np.ndarray]:
+        """The golden: half inputs computed in float32, float32 in float64, each output rounded
+        once to the dtype `infer` gives it."""
         bound = self.bind_attrs(attrs)
-        out_dtype = arrays[0].dtype if arrays else np.dtype(np.float32)
-        wide = [a.astype(_golden_dtype(a.dtype)) for a in arrays]
+        specs = [None if a is None else ArgSpec(tuple(a.shape), dt.name_of(a.dtype))
+                 for a in arrays]
+        out_specs = self.infer_fn(self, specs, bound)
+        wide = [None if a is None else a.astype(_golden_dtype(a.dtype)) for a in arrays]
         with np.errstate(all="ignore"):
             result = self.reference_fn(*wide, **bound)
         results = result if isinstance(result, tuple) else (result,)
-        return [np.asarray(r).astype(out_dtype) for r in results]
+        return [np.asarray(r).astype(dt.to_numpy(o.dtype)).reshape(o.shape)
+                for r, o in zip(results, out_specs)]
 
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCE.get(dtype, EXACT)
 
-    def random_inputs(self, specs: Sequence[ArgSpec], rng: np.random.Generator) -> list[np.ndarray]:
-        """Uniform in `input_range`, drawn in float32 (enough for every supported dtype)."""
-        lo, hi = self.input_range
-        out = []
-        for s in specs:
-            x = rng.random(s.shape, dtype=np.float32)
-            x *= np.float32(hi - lo)
-            x += np.float32(lo)
-            out.append(x.astype(dt.to_numpy(s.dtype)))
-        return out
+    def random_inputs(self, specs: Sequence[ArgSpec | None], rng: np.random.Generator,
+                      attrs: dict | None = None) -> list[np.ndarray | None]:
+        """Inputs for a test: the op's own generator, else uniform in `input_range` (drawn in
+        float32, enough for every float dtype), integers in the same range, random booleans."""
+        if self.make_inputs is not None:
+            return self.make_inputs(self, list(specs), rng, self.bind_attrs(attrs or {}))
+        return [None if s is None else uniform(s, rng, self.input_range) for s in specs]
+
+
+def uniform(spec: ArgSpec, rng: np.random.Generator, bounds: tuple[float, float]) -> np.ndarray:
+    lo, hi = bounds
+    dtype = dt.to_numpy(spec.dtype)
+    if dtype.kind == "b":
+        return rng.random(spec.shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(int(lo), int(hi) + 1, spec.shape).astype(dtype)
+    x = rng.random(spec.shape, dtype=np.float32)
+    x *= np.float32(hi - lo)
+    x += np.float32(lo)
+    return x.astype(dtype)

@@ -2,6 +2,7 @@
 
 from .context import KernelContext
 from .device import Device, device
+from .graph import Graph, GraphRecord, Node
 from .errors import DeviceClosed, KernelStartFailed, NixlError, OutOfMemory
 from .record import RunRecord
 from .registry import REGISTRY, KernelEntry, LaunchPlan, register_kernel
@@ -12,5 +13,5 @@ from .version import RUNTIME_VERSION
 __all__ = [
     "KernelContext", "Device", "device", "DeviceClosed", "KernelStartFailed", "NixlError",
     "OutOfMemory", "RunRecord", "REGISTRY", "KernelEntry", "LaunchPlan", "register_kernel",
-    "DeviceTensor", "Format", "TensorDesc", "RUNTIME_VERSION",
+    "DeviceTensor", "Format", "TensorDesc", "RUNTIME_VERSION", "Graph", "GraphRecord", "Node",
 ]

@@ -13,6 +13,7 @@ from ..hixl.dtypes import name_of
 from .allocator import GMAllocator
 from .backend import Backend, create_backend
 from .errors import DeviceClosed, KernelStartFailed
+from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
 from .record import RunRecord
 from .registry import REGISTRY, Registry
@@ -38,6 +39,7 @@ class Device:
         self.allocator = GMAllocator(self.backend.gm, self.chip.hbm_bytes,
                                      self.chip.gm_alloc_align, self.chip.name)
         self.last_profile: RunRecord | None = None
+        self.last_graph: GraphRecord | None = None
         self.stream: list[RunRecord] = []
         self.closed = False
 
@@ -80,16 +82,16 @@ class Device:
         self._check_open()
         schema = get_op(op)
         for t in inputs:
-            if not isinstance(t, DeviceTensor):
-                raise TypeError(f"{op}: inputs are device tensors (dev.tensor(array)), "
-                                f"got {type(t).__name__}")
-            if not t.alive:
+            if t is not None and not isinstance(t, DeviceTensor):
+                raise TypeError(f"{op}: inputs are device tensors (dev.tensor(array)) or None "
+                                f"for an omitted optional input, got {type(t).__name__}")
+            if t is not None and not t.alive:
                 raise KernelStartFailed(f"kernel start failed: input {t.name} was freed")
-        specs = [ArgSpec(t.shape, t.dtype) for t in inputs]
+        specs = [None if t is None else ArgSpec(t.shape, t.dtype) for t in inputs]
         bound = schema.check(specs, attrs)
         out_specs = schema.infer_fn(schema, specs, bound)
         entry = self.registry.native(op)
-        in_descs = [t.desc for t in inputs]
+        in_descs = [None if t is None else t.desc for t in inputs]
         reason = "no native kernel" if entry is None else entry.why_not(in_descs, bound)
         out_descs = (entry.desc_fn(in_descs, bound) if entry is not None and reason is None
                      and entry.desc_fn else [TensorDesc.nd(s.shape, s.dtype) for s in out_specs])
@@ -108,6 +110,13 @@ class Device:
         self.last_profile = record
         self.stream.append(record)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def run_graph(self, graph: Graph, feeds: dict) -> dict:
+        """Run a graph node by node; `feeds` maps graph inputs to device tensors or arrays.
+        The launches are kept in `last_graph` (a GraphRecord)."""
+        self._check_open()
+        outputs, self.last_graph = run_graph(self, graph, feeds)
+        return outputs
 
     # ---- lifecycle ----
     def _check_open(self) -> None:

@@ -20,13 +20,15 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
         raise KernelStartFailed(
             f"kernel start failed: kernel {name} was built for runtime "
             f"{entry.built_for_runtime}, this runtime is {RUNTIME_VERSION}")
-    for t in (*inputs, *outputs):
+    present = [t for t in (*inputs, *outputs) if t is not None]
+    for t in present:
         if not t.alive or t.device is not device:
             raise KernelStartFailed(f"kernel start failed: {t.name} is not a live buffer "
                                     f"of this device")
-    plan = entry.tiling([t.desc for t in inputs], [t.desc for t in outputs], attrs, chip, config)
-    record = RunRecord(entry.op, chip.name, "native", [t.shape for t in inputs],
-                       inputs[0].dtype if inputs else None, kernel=name,
+    plan = entry.tiling([t and t.desc for t in inputs], [t.desc for t in outputs], attrs,
+                        chip, config)
+    record = RunRecord(entry.op, chip.name, "native", [t and t.shape for t in inputs],
+                       present[0].dtype if present else None, kernel=name,
                        block_dim=plan.block_dim, tiling=plan.tiling, attrs=attrs)
     if plan.block_dim == 0:     # nothing to compute: the host skips the launch
         return record
@@ -40,11 +42,11 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
         ws = (GlobalTensor(gm, workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
                            "workspace") if workspace else None)
         names = [*entry.schema.inputs, *entry.schema.outputs]
-        tensors = [GlobalTensor(gm, t.addr, t.desc.np_dtype, t.desc.storage_size, n)
+        tensors = [t and GlobalTensor(gm, t.addr, t.desc.np_dtype, t.desc.storage_size, n)
                    for t, n in zip((*inputs, *outputs), names)]
         log.launch(entry.op, name, chip.name,
                    [("in" if i < len(inputs) else "out", n, t)
-                    for i, (n, t) in enumerate(zip(names, (*inputs, *outputs)))], plan, ws)
+                    for i, (n, t) in enumerate(zip(names, (*inputs, *outputs))) if t], plan, ws)
 
         def body(core):
             ctx = KernelContext(core.block_idx, core.block_num, plan.tiling, chip, ws)

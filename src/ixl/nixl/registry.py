@@ -41,7 +41,7 @@ class KernelEntry:
 
     def why_not(self, in_descs: list[TensorDesc], attrs: dict) -> str | None:
         """None when the kernel takes this case, else the reason it goes to the shim."""
-        dtype = in_descs[0].dtype if in_descs else None
+        dtype = next((d.dtype for d in in_descs if d is not None), None)
         if dtype is not None and dtype not in self.dtypes:
             return f"native kernel has no {dtype} path (has {', '.join(self.dtypes)})"
         return self.declines(in_descs, attrs)

@@ -14,10 +14,11 @@ from .record import RunRecord
 def run_shim(device, schema: OpSchema, inputs: list, outputs: list, attrs: dict,
              reason: str) -> RunRecord:
     log.shim(schema.name, reason)
-    arrays = [t.numpy() for t in inputs]
+    arrays = [t and t.numpy() for t in inputs]
     if not device.timing_only:
         results = schema.reference(*arrays, **attrs)
         for out, res in zip(outputs, results):
             device.write(out, res)
-    return RunRecord(schema.name, device.chip.name, "shim", [t.shape for t in inputs],
-                     inputs[0].dtype if inputs else None, reason=reason, attrs=attrs)
+    present = [t for t in inputs if t is not None]
+    return RunRecord(schema.name, device.chip.name, "shim", [t and t.shape for t in inputs],
+                     present[0].dtype if present else None, reason=reason, attrs=attrs)

@@ -44,7 +44,8 @@ class CaseResult:
     def to_json(self) -> dict:
         first = next((c for c in self.comparisons if not c.ok), None)
         return {
-            "op": self.op, "case": self.note, "shapes": [list(s) for s in self.shapes],
+            "op": self.op, "case": self.note,
+            "shapes": [None if s is None else list(s) for s in self.shapes],
             "dtype": self.dtype, "chip": self.chip, "status": self.status, "path": self.path,
             "reason": self.reason, "kernel": self.kernel, "block_dim": self.block_dim,
             "attrs": self.attrs,
@@ -60,13 +61,14 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
              seed: int = 0, note: str = "") -> CaseResult:
     """Random inputs, run on `dev`, compare every output with the golden."""
     attrs = attrs or {}
-    arrays = schema.random_inputs(specs, np.random.default_rng(seed))
-    inputs = [dev.tensor(a, name=n) for a, n in zip(arrays, schema.inputs)]
+    arrays = schema.random_inputs(specs, np.random.default_rng(seed), attrs)
+    inputs = [None if a is None else dev.tensor(a, name=n) for a, n in zip(arrays, schema.inputs)]
     try:
         outs = dev.run(schema.name, *inputs, **attrs)
     finally:
         for t in inputs:
-            t.free()
+            if t is not None:
+                t.free()
     outs = outs if isinstance(outs, tuple) else (outs,)
     try:
         got = [o.numpy() for o in outs]
@@ -74,10 +76,10 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
         for o in outs:
             o.free()
     refs = schema.reference(*arrays, **attrs)
-    dtype = specs[0].dtype if specs else "float32"
+    dtype = next((s.dtype for s in specs if s is not None), "float32")
     comps = [compare(g, r, schema.tolerance(dtype)) for g, r in zip(got, refs)]
     rec = dev.last_profile
-    return CaseResult(schema.name, note, [s.shape for s in specs], dtype, dev.chip.name,
+    return CaseResult(schema.name, note, [s.shape if s else None for s in specs], dtype, dev.chip.name,
                       rec.path, comps, attrs, rec.reason, rec.kernel, rec.block_dim,
                       rec.time_us, rec)
 

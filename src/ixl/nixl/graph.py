@@ -1,0 +1,118 @@
+"""A small graph API: op nodes over named tensors, run node by node on a device.
+
+Graph inputs are fed at run time; constants (initializers) are copied in once per run;
+intermediates are freed as soon as their last consumer has run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hixl import ShapeMismatch, get_op
+from .record import RunRecord
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str
+    inputs: tuple[str, ...]          # "" marks an omitted optional input
+    outputs: tuple[str, ...]
+    attrs: dict = field(default_factory=dict)
+    name: str = ""
+
+
+@dataclass
+class Graph:
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def add(self, op: str, *inputs: str, outputs: tuple[str, ...] | None = None,
+            name: str = "", **attrs) -> str | tuple[str, ...]:
+        """Append a node; returns its output name(s) (generated unless given)."""
+        schema = get_op(op)
+        if outputs is None:
+            n = len(self.nodes)
+            outputs = tuple(f"{op.lower()}{n}.{o}" for o in schema.outputs)
+        self.nodes.append(Node(op, tuple(inputs), tuple(outputs), dict(attrs),
+                               name or f"{op}_{len(self.nodes)}"))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def validate(self) -> None:
+        """Every node input must be a graph input, a constant or an earlier node's output."""
+        known = set(self.inputs) | set(self.constants) | {""}
+        for node in self.nodes:
+            missing = [i for i in node.inputs if i not in known]
+            if missing:
+                raise ShapeMismatch(f"graph node {node.name} ({node.op}) reads "
+                                    f"{', '.join(missing)}, which nothing produces before it")
+            known.update(node.outputs)
+        absent = [o for o in self.outputs if o not in known]
+        if absent:
+            raise ShapeMismatch(f"graph outputs {', '.join(absent)} are produced by no node")
+
+
+@dataclass
+class GraphRecord:
+    """Every launch (or shim run) of one graph run, in order."""
+
+    runs: list[RunRecord]
+
+    @property
+    def time_us(self) -> float:
+        return sum(r.time_us for r in self.runs)
+
+    @property
+    def launch_us(self) -> float:
+        return sum(r.launch.launch_us for r in self.runs if r.launch is not None)
+
+    @property
+    def launches(self) -> int:
+        return sum(1 for r in self.runs if r.launch is not None)
+
+
+def run_graph(device, graph: Graph, feeds: dict) -> tuple[dict, GraphRecord]:
+    graph.validate()
+    missing = [n for n in graph.inputs if n not in feeds]
+    if missing:
+        raise ShapeMismatch(f"graph inputs {', '.join(missing)} were not fed")
+    last_use: dict[str, int] = {}
+    for i, node in enumerate(graph.nodes):
+        for name in node.inputs:
+            last_use[name] = i
+    env: dict = {}
+    owned: set[str] = set()           # tensors this run allocated (freed when dead)
+    records: list[RunRecord] = []
+    try:
+        for name, value in {**graph.constants, **feeds}.items():
+            if hasattr(value, "desc"):
+                env[name] = value
+            else:
+                env[name] = device.tensor(np.asarray(value), name=name)
+                owned.add(name)
+        for i, node in enumerate(graph.nodes):
+            args = [env[n] if n else None for n in node.inputs]
+            result = device.run(node.op, *args, **node.attrs)
+            results = result if isinstance(result, tuple) else (result,)
+            records.append(device.last_profile)
+            for name, t in zip(node.outputs, results):
+                env[name] = t
+                owned.add(name)
+            for name in set(node.inputs):
+                if name and last_use.get(name) == i and name not in graph.outputs \
+                        and name in owned:
+                    env.pop(name).free()
+                    owned.discard(name)
+    except BaseException:
+        for name in owned:
+            if name in env:
+                env[name].free()
+        raise
+    outputs = {name: env[name] for name in graph.outputs}
+    for name in owned - set(graph.outputs):
+        if name in env:
+            env[name].free()
+    return outputs, GraphRecord(records)
