@@ -15,6 +15,7 @@ from . import versions
 from .ascend import CHIPS, ChipError, UnknownChipError
 from .hixl import ArgSpec, HixlError, all_ops, get_op
 from .nixl import REGISTRY, NixlError, device
+from .profile import launch_metrics, plot_timeline, timing_run, write_trace
 from .verify import CaseResult, run_case, verify_op_cases
 
 out = Console(highlight=False, soft_wrap=True)
@@ -100,6 +101,40 @@ def _describe(res: CaseResult) -> list[str]:
     return lines
 
 
+def _metrics_table(m) -> Table:
+    table = Table(title="profile (modeled)", show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in m.values.items():
+        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    table.add_row("instructions", ", ".join(f"{k} {n}" for k, n in m.instructions.items()))
+    return table
+
+
+def _profile_outputs(args, rec) -> dict:
+    """Metrics, trace and plot of one run; returns the JSON to merge into --json output."""
+    extra = {}
+    if rec.launch is None:
+        return extra
+    if args.profile:
+        m = launch_metrics(rec.launch)
+        extra["metrics"] = m.to_json()
+        if not args.json:
+            out.print(_metrics_table(m))
+            out.print(f"diagnosis: {m.diagnosis}")
+    if args.trace:
+        write_trace(rec.launch, args.trace)
+        extra["trace"] = args.trace
+        if not args.json:
+            out.print(f"trace written to {args.trace} (open in Perfetto or chrome://tracing)")
+    if args.plot:
+        plot_timeline(rec.launch, args.plot)
+        extra["plot"] = args.plot
+        if not args.json:
+            out.print(f"timeline plot written to {args.plot}")
+    return extra
+
+
 def cmd_run(args) -> int:
     schema = get_op(args.op)
     shapes = [parse_shape(s) for s in args.shape]
@@ -108,20 +143,44 @@ def cmd_run(args) -> int:
     attrs = dict(parse_attr(a) for a in args.attr)
     specs = [ArgSpec(s, args.dtype) for s in shapes]
     schema.check(specs, attrs)
-    dev = device(args.chip, debug=args.debug)
+    dev = device(args.chip, debug=args.debug, timing_only=args.timing_only,
+                 record=bool(args.trace or args.plot))
     try:
+        if args.timing_only:
+            return _run_timing_only(args, dev, schema, specs, attrs, shapes)
         res = run_case(dev, schema, specs, attrs, seed=args.seed)
     finally:
         dev.close()
-    if args.json:
-        _emit_json(res.to_json())
-    else:
+    if not args.json:
         status = "[green]PASS[/]" if res.ok else "[red]FAIL[/]"
         joined = " , ".join(str(list(s)) for s in shapes)
         out.print(f"{schema.name} {args.dtype} {joined} on {res.chip}: {status}")
         for line in _describe(res):
             out.print(line)
+    extra = _profile_outputs(args, res.record)
+    if args.json:
+        _emit_json({**res.to_json(), **extra})
     return 0 if res.ok else 1
+
+
+def _run_timing_only(args, dev, schema, specs, attrs, shapes) -> int:
+    rec = timing_run(dev, schema.name, specs, attrs)
+    if not args.json:
+        joined = " , ".join(str(list(s)) for s in shapes)
+        out.print(f"{schema.name} {args.dtype} {joined} on {dev.chip.name}: TIMING ONLY "
+                  f"(no data computed or compared)")
+        path = f"native ({rec.kernel}, {rec.block_dim} blocks)" if rec.path == "native" \
+            else f"shim ({rec.reason})"
+        out.print(f"  path: {path}")
+        out.print(f"  modeled time: {rec.time_us:.2f} us on {dev.chip.name}")
+    extra = _profile_outputs(args, rec)
+    if args.json:
+        _emit_json({"op": schema.name, "shapes": [list(s) for s in shapes], "dtype": args.dtype,
+                    "chip": dev.chip.name, "status": "timing-only", "path": rec.path,
+                    "reason": rec.reason, "kernel": rec.kernel, "block_dim": rec.block_dim,
+                    "max_abs_err": None, "max_rel_err": None,
+                    "modeled_us": round(rec.time_us, 3), **extra})
+    return 0
 
 
 # ---------------------------------------------------------------- verify
@@ -160,6 +219,32 @@ def cmd_verify(args) -> int:
         out.print(f"[red]FAIL[/] {r.op} {r.note} {r.dtype}: "
                   + "; ".join(c.summary() for c in r.comparisons if not c.ok))
     return 1 if failed else 0
+
+
+# ---------------------------------------------------------------- calibrate
+
+def cmd_calibrate(args) -> int:
+    from .calibration import calibrate
+    if args.json:
+        points = calibrate(args.chip)
+        _emit_json([p.to_json() for p in points])
+        return 0
+    from rich.progress import Progress
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("calibrating", total=None)
+
+        def progress(i, n, name):
+            bar.update(task, completed=i, total=n, description=name)
+        points = calibrate(args.chip, progress)
+    table = Table(title=f"calibration on the modeled {args.chip} (measured on a real 910B1)")
+    for col in ("workload", "modeled (us)", "measured (us)", "ratio"):
+        table.add_column(col, justify="left" if col == "workload" else "right")
+    for p in points:
+        table.add_row(p.name, f"{p.modeled_us:.1f}", f"{p.measured_us:.1f}", f"{p.ratio:.3f}")
+    out.print(table)
+    worst = max(abs(p.ratio - 1) for p in points)
+    out.print(f"worst deviation {worst:.1%} (goal: every point within 15%)")
+    return 0
 
 
 # ---------------------------------------------------------------- env, explain
@@ -220,6 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--debug", action="store_true",
                    help="debug mode: NaN-filled fresh buffers, truncated-copy and flag checks")
+    s.add_argument("--timing-only", action="store_true",
+                   help="skip the data math: only the timeline runs (profile huge shapes fast)")
+    s.add_argument("--profile", action="store_true", help="print the launch's metrics")
+    s.add_argument("--trace", metavar="FILE", help="write a Chrome trace (JSON) of the launch")
+    s.add_argument("--plot", metavar="FILE.png", help="draw the pipeline timeline")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_run)
 
@@ -230,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--release", action="store_true", help="release mode instead of debug")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("calibrate", help="the measured 910B1 workloads, modeled vs measured")
+    s.add_argument("--chip", default="910B1", help="chip model to run them on (default 910B1)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_calibrate)
 
     s = sub.add_parser("env", help="versions of the runtime, chip model, kernels and toolkit")
     s.add_argument("--check", action="store_true", help="exit 1 when versions do not align")

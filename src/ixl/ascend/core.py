@@ -41,7 +41,8 @@ class AICore:
         self.ub = np.zeros(chip.ub_bytes, np.uint8)
         self.block_idx = 0
         self.block_num = 1
-        self.timeline = Timeline(self.costs.scalar_issue_cycles, self.costs.queue_depth, mode.record)
+        self.timeline = Timeline(self.costs.scalar_issue_cycles, self.costs.flag_latency_cycles,
+                                 self.costs.queue_depth, mode.record)
         self.ub_peak = 0
         self.pipes: list = []
 
@@ -85,8 +86,8 @@ class AICore:
         self.ub[offset:offset + nbytes] = NAN_BYTE if is_float else POISON_BYTE
 
     # ---- timeline ----
-    def issue(self, pipe: Pipe, name: str, cycles: float, nbytes: int = 0) -> float:
-        return self.timeline.issue(pipe, name, cycles, nbytes)
+    def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
+        return self.timeline.issue(pipe, name, cycles)
 
 
 def current_core() -> AICore:

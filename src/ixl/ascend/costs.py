@@ -33,8 +33,16 @@ class CostTable:
         return self.raw["scalar_issue_cycles"]
 
     @property
+    def flag_latency_cycles(self) -> float:
+        return self.raw["flag_latency_cycles"]
+
+    @property
     def queue_depth(self) -> int:
         return self.raw["queue_depth"]
+
+    @property
+    def mte_latency_cycles(self) -> float:
+        return self.raw["mte"]["latency_cycles"]
 
     def vector(self, op: str, itemsize: int, elements: int) -> float:
         """Startup plus elements over the per-op, per-dtype throughput (count 0 still costs)."""
@@ -43,15 +51,21 @@ class CostTable:
         return v["startup_cycles"] + math.ceil(elements / per_cycle)
 
     def mte_rate(self, active_cores: int) -> float:
-        """Bytes per cycle one core's MTE gets when `active_cores` share the GM bandwidth."""
-        return min(self.raw["mte"]["bytes_per_cycle"], self.raw["gm_bytes_per_cycle"] / active_cores)
+        """Bytes per cycle one core's GM port gets when `active_cores` share the GM bandwidth."""
+        return min(self.raw["mte"]["port_bytes_per_cycle"],
+                   self.raw["gm_bytes_per_cycle"] / max(active_cores, 1))
 
-    def mte(self, nbytes: int, bursts: int, gm_addr: int, rate: float) -> float:
-        """Startup plus bytes over the core's rate; a GM start off the 512 B grid is slower."""
+    def mte_transfer(self, nbytes: int, bursts: int, aligned: bool, rate: float) -> float:
+        """Port cycles of one move: bytes over the rate (lower when GM bursts start off the
+        512-byte grid) plus a fixed cost per burst (a contiguous block)."""
         m = self.raw["mte"]
-        if gm_addr % m["burst_align_bytes"]:
+        if not aligned:
             rate *= m["unaligned_factor"]
-        return m["startup_cycles"] * max(bursts, 1) + nbytes / rate
+        return nbytes / rate + m["burst_cycles"] * bursts
+
+    @property
+    def burst_align_bytes(self) -> int:
+        return self.raw["mte"]["burst_align_bytes"]
 
     def launch_us(self, cores: int) -> float:
         la = self.raw["launch"]

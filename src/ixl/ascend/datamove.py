@@ -91,7 +91,12 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         else:
             gm_rows[...] = ub_rows[:, :width]
         rows = ub_bytes
-    core.issue(pipe, what, core.costs.mte(count * width, count, gm.addr, core.mte_rate), count * width)
+    costs = core.costs
+    grid = costs.burst_align_bytes
+    aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
+    core.timeline.transfer(pipe, what, costs.mte_latency_cycles,
+                           costs.mte_transfer(count * width, count, aligned, core.mte_rate),
+                           count * width)
     return rows
 
 

@@ -6,6 +6,8 @@ over blocks. Kernel time = launch overhead + the slowest core.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -18,6 +20,11 @@ from .timeline import Pipe, PipeStats
 CHIP_MODEL_VERSION = "0.1.0"
 
 
+def host_threads() -> int:
+    """Host threads that simulate cores: IXL_THREADS, else the machine's CPU count."""
+    return max(1, int(os.environ.get("IXL_THREADS", os.cpu_count() or 1)))
+
+
 @dataclass
 class CoreReport:
     core_id: int
@@ -27,6 +34,8 @@ class CoreReport:
     ub_peak: int
     slices: list = field(default_factory=list)
     edges: list = field(default_factory=list)
+    vector_busy: list = field(default_factory=list)
+    port_busy: list = field(default_factory=list)
 
 
 @dataclass
@@ -36,6 +45,7 @@ class LaunchRecord:
     clock_mhz: int
     launch_us: float
     cores: list[CoreReport]
+    chip: ChipSpec
 
     @property
     def core_us(self) -> float:
@@ -58,18 +68,31 @@ class SimulatedChip:
         """Run `body` once per block; block i runs on core i mod the core count."""
         n_cores = min(block_num, self.chip.aiv_cores)
         cores = [AICore(self.chip, i, mode, active_cores=n_cores) for i in range(n_cores)]
-        blocks: dict[int, list[int]] = {i: [] for i in range(n_cores)}
-        for b in range(block_num):
-            core = cores[b % n_cores]
-            blocks[core.core_id].append(b)
-            core.begin_block(b, block_num)
-            try:
-                body(core)
-            except BaseException:
-                core.end_block(check=False)
-                raise
-            core.end_block()
+        blocks = {c.core_id: list(range(c.core_id, block_num, n_cores)) for c in cores}
+
+        def run_core(core: AICore) -> None:
+            for b in blocks[core.core_id]:
+                core.begin_block(b, block_num)
+                try:
+                    body(core)
+                except BaseException:
+                    core.end_block(check=False)
+                    raise
+                core.end_block()
+
+        # Cores only meet at the launch's end, so they may run on host threads (numpy releases
+        # the GIL); the modeled time does not depend on how the host ran them.
+        workers = min(host_threads(), n_cores)
+        if workers > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                futures = [pool.submit(run_core, c) for c in cores]
+            for f in futures:          # the lowest failing core reports, as it would first
+                f.result()
+        else:
+            for c in cores:
+                run_core(c)
         reports = [CoreReport(c.core_id, blocks[c.core_id], c.timeline.end, dict(c.timeline.stats),
-                              c.ub_peak, c.timeline.slices, c.timeline.edges) for c in cores]
+                              c.ub_peak, c.timeline.slices, c.timeline.edges,
+                              c.timeline.vector_busy, c.timeline.port_busy) for c in cores]
         launch_us = cost_table(self.chip.arch).launch_us(n_cores)
-        return LaunchRecord(name, block_num, self.chip.clock_mhz, launch_us, reports)
+        return LaunchRecord(name, block_num, self.chip.clock_mhz, launch_us, reports, self.chip)

@@ -8,6 +8,7 @@ computed as instructions are dispatched, so nothing is stored unless a recorder 
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ class Pipe(enum.Enum):
     MTE2 = "MTE2"
     MTE3 = "MTE3"
     FIX = "FIXPIPE"
+
+    __hash__ = object.__hash__   # pipes key hot dicts: skip Enum's Python-level hash
 
     @property
     def lane(self) -> str:
@@ -61,9 +64,16 @@ class PipeStats:
 
 @dataclass
 class Timeline:
-    """Dispatch and completion times for one core running one kernel block."""
+    """Dispatch and completion times for one core running kernel blocks.
 
-    scalar_issue_cycles: float
+    `free[p]` is when pipe p has finished everything issued to it; `port_busy` holds when the
+    core's path to GM is taken: MTE2 and MTE3 transfers share it, each after its own latency.
+    A flag fires when its source pipe has finished its earlier work and releases the waiting
+    pipe `flag_latency` cycles later.
+    """
+
+    scalar_issue: float
+    flag_latency: float
     queue_depth: int
     record: bool = False
     scalar: float = 0.0
@@ -73,50 +83,71 @@ class Timeline:
     edges: list = field(default_factory=list)
     _flags: dict = field(default_factory=lambda: defaultdict(deque))
     _starts: dict = field(default_factory=dict)
+    # Busy intervals of the vector pipe and of the GM port (each sorted, touching ones merged):
+    # enough to tell how much moving happens while nothing computes.
+    vector_busy: list = field(default_factory=list)
+    port_busy: list = field(default_factory=list)
 
-    def issue(self, pipe: Pipe, name: str, cycles: float, nbytes: int = 0) -> float:
-        """Dispatch one instruction; returns its completion time."""
-        self.scalar += self.scalar_issue_cycles
+    def _dispatch(self, pipe: Pipe) -> float:
+        """The scalar unit issues one instruction to `pipe`; returns when that pipe can start it."""
+        self._scalar_step()
         starts = self._starts.get(pipe)
         if starts is None:
             starts = self._starts[pipe] = deque(maxlen=self.queue_depth)
         elif len(starts) == self.queue_depth and starts[0] > self.scalar:
             self.scalar = starts[0]      # the pipe's queue is full: the scalar unit stalls
         start = max(self.scalar, self.free[pipe])
-        end = start + cycles
-        self.free[pipe] = end
         starts.append(start)
+        return start
+
+    def _finish(self, pipe: Pipe, name: str, start: float, end: float, busy: float,
+                nbytes: int) -> float:
+        self.free[pipe] = end
         st = self.stats[pipe]
-        st.busy += cycles
+        st.busy += busy
         st.count += 1
         st.nbytes += nbytes
         if self.record:
             self.slices.append(Slice(pipe, name, start, end, nbytes))
         return end
 
-    def scalar_work(self, cycles: float) -> None:
-        """Work done on the scalar unit itself (address arithmetic, loop control)."""
+    def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
+        """An instruction that occupies `pipe` for `cycles`; returns its completion time."""
+        start = self._dispatch(pipe)
+        if pipe is Pipe.V and cycles:
+            _extend(self.vector_busy, start, start + cycles)
+        return self._finish(pipe, name, start, start + cycles, cycles, 0)
+
+    def transfer(self, pipe: Pipe, name: str, latency: float, cycles: float, nbytes: int) -> float:
+        """A GM move: `latency` on its own pipe, then `cycles` of the core's GM port, taken
+        from whatever port time is free from then on (MTE2 and MTE3 share the port; a move
+        dispatched later in program order may still use an earlier gap)."""
+        start = self._dispatch(pipe)
+        end = _reserve(self.port_busy, start + latency, cycles)
+        return self._finish(pipe, name, start, end, end - start, nbytes)
+
+    def _scalar_step(self) -> None:
         start = self.scalar
-        self.scalar += cycles
+        self.scalar += self.scalar_issue
         st = self.stats[Pipe.S]
-        st.busy += cycles
+        st.busy += self.scalar_issue
         st.count += 1
-        if self.record and cycles:
-            self.slices.append(Slice(Pipe.S, "scalar", start, self.scalar))
+        if self.record:
+            self.slices.append(Slice(Pipe.S, "dispatch", start, self.scalar))
 
     def set_flag(self, src: Pipe, dst: Pipe, event_id: int) -> None:
-        self.scalar += self.scalar_issue_cycles
+        self._scalar_step()
         when = max(self.scalar, self.free[src])
         self._flags[(src, dst, event_id)].append(when)
 
     def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, core_id: int) -> None:
-        self.scalar += self.scalar_issue_cycles
+        self._scalar_step()
         pending = self._flags.get((src, dst, event_id))
         if not pending:
             raise KernelTimeout(
                 f"vector core execution timed out: core {core_id} waits for flag "
                 f"{src.name}_{dst.name} id {event_id}, which no earlier set_flag raised")
-        when = pending.popleft()
+        when = pending.popleft() + self.flag_latency
         if dst is Pipe.S:
             self.scalar = max(self.scalar, when)
             resumed = self.scalar
@@ -124,11 +155,12 @@ class Timeline:
             self.free[dst] = max(self.free[dst], when)
             resumed = self.free[dst]
         if self.record:
-            self.edges.append(FlagEdge(f"{src.name}_{dst.name}:{event_id}", src, when, dst, resumed))
+            self.edges.append(FlagEdge(f"{src.name}_{dst.name}:{event_id}", src,
+                                       when - self.flag_latency, dst, resumed))
 
     def barrier(self, pipe: Pipe | None) -> None:
         """PipeBarrier<pipe>; None means PIPE_ALL, which also holds the scalar unit."""
-        self.scalar += self.scalar_issue_cycles
+        self._scalar_step()
         if pipe is None:
             self.scalar = max([self.scalar, *self.free.values()])
         # A single in-order pipe already completes earlier instructions first.
@@ -139,3 +171,60 @@ class Timeline:
     @property
     def end(self) -> float:
         return max([self.scalar, *self.free.values()])
+
+
+def _extend(intervals: list, start: float, end: float) -> None:
+    if intervals and start <= intervals[-1][1]:
+        if end > intervals[-1][1]:
+            intervals[-1][1] = end
+    else:
+        intervals.append([start, end])
+
+
+def _reserve(busy: list, ready: float, cycles: float) -> float:
+    """Take `cycles` of free time from the sorted busy list, from `ready` on; returns the end."""
+    i = bisect.bisect_right(busy, [ready, float("inf")]) - 1
+    if i < 0 or busy[i][1] <= ready:
+        i += 1
+    t, left = ready, cycles
+    while left > 0:
+        if i > 0 and busy[i - 1][1] > t:       # inside someone else's (merged) busy time
+            t = busy[i - 1][1]
+        if i < len(busy) and busy[i][0] <= t:
+            t = max(t, busy[i][1])
+            i += 1
+            continue
+        gap_end = busy[i][0] if i < len(busy) else float("inf")
+        take = min(left, gap_end - t)
+        end = t + take
+        if i > 0 and busy[i - 1][1] >= t:
+            busy[i - 1][1] = end
+        else:
+            busy.insert(i, [t, end])
+            i += 1
+        if i < len(busy) and busy[i][0] <= end:   # the gap is now closed: join the next one
+            busy[i - 1][1] = busy[i][1]
+            del busy[i]
+        left -= take
+        t = end
+    return t
+
+
+def overlap(a: list, b: list) -> float:
+    """Total length of the intersection of two sorted, disjoint interval lists."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo = max(a[i][0], b[j][0])
+        hi = min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def length(intervals: list) -> float:
+    return sum(e - s for s, e in intervals)

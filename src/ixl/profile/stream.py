@@ -1,0 +1,48 @@
+"""A stream of launches (R9): hundreds of small launches add up, so look at the sequence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    runs: int
+    launches: int
+    shim_runs: int
+    total_us: float
+    launch_us: float
+
+    @property
+    def launch_share(self) -> float:
+        return self.launch_us / self.total_us if self.total_us else 0.0
+
+    def to_json(self) -> dict:
+        return {"runs": self.runs, "launches": self.launches, "shim_runs": self.shim_runs,
+                "total_us": round(self.total_us, 3), "launch_us": round(self.launch_us, 3),
+                "launch_share": round(self.launch_share, 4)}
+
+
+def summarize(records) -> StreamSummary:
+    """Total modeled time of a sequence of runs, launch overheads included."""
+    records = list(records)
+    launched = [r for r in records if r.launch is not None]
+    return StreamSummary(len(records), len(launched), sum(r.path == "shim" for r in records),
+                         sum(r.time_us for r in records),
+                         sum(r.launch.launch_us for r in launched))
+
+
+def timing_run(dev, op: str, specs, attrs: dict | None = None):
+    """Run `op` on uninitialised device tensors (for a timing-only device): no data is made,
+    moved or compared, only the timeline runs. Returns the run's record."""
+    inputs = [None if s is None else dev.empty(s.shape, s.dtype, f"{op}.in{i}")
+              for i, s in enumerate(specs)]
+    try:
+        outs = dev.run(op, *inputs, **(attrs or {}))
+    finally:
+        for t in inputs:
+            if t is not None:
+                t.free()
+    for o in outs if isinstance(outs, tuple) else (outs,):
+        o.free()
+    return dev.last_profile
