@@ -61,7 +61,7 @@ def _heavy_device():
 
 def test_double_buffering_beats_single_where_moves_and_compute_are_comparable():
     dev = _heavy_device()
-    x = dev.empty((48 * 65536,), "float16")
+    x = dev.empty((48 * 262144,), "float16")
     t = {}
     for n in (1, 2, 4):
         dev.run("Relu", x, config={"buffer_num": n}).free()

@@ -38,6 +38,8 @@ class AICore:
         self.mode = mode
         self.costs: CostTable = cost_table(chip.arch)
         self.mte_rate = self.costs.mte_rate(active_cores)   # GM bandwidth is shared
+        self.mte_latency = self.costs.mte_latency_cycles
+        self.burst_grid = self.costs.burst_align_bytes
         self.ub = np.zeros(chip.ub_bytes, np.uint8)
         self.block_idx = 0
         self.block_num = 1

@@ -82,20 +82,22 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
     rows = None
     if not core.mode.timing_only:
         if count == 1:
-            ub_rows, gm_rows = ub_bytes[None, ub_lead:], gm_bytes[None, :]
+            if inbound:
+                ub_bytes[ub_lead:] = gm_bytes
+            else:
+                gm_bytes[:] = ub_bytes
         else:
             ub_rows = _rows(ub_bytes, ub_lead, count, width, ub_pitch)
             gm_rows = _rows(gm_bytes, 0, count, width, gm_pitch)
-        if inbound:
-            ub_rows[:, :width] = gm_rows
-        else:
-            gm_rows[...] = ub_rows[:, :width]
+            if inbound:
+                ub_rows[...] = gm_rows
+            else:
+                gm_rows[...] = ub_rows
         rows = ub_bytes
-    costs = core.costs
-    grid = costs.burst_align_bytes
+    grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
-    core.timeline.transfer(pipe, what, costs.mte_latency_cycles,
-                           costs.mte_transfer(count * width, count, aligned, core.mte_rate),
+    core.timeline.transfer(pipe, what, core.mte_latency,
+                           core.costs.mte_transfer(count * width, count, aligned, core.mte_rate),
                            count * width)
     return rows
 

@@ -75,7 +75,7 @@ class GlobalTensor:
     Every access is checked against the window, so an overrun names the tensor it ran past.
     """
 
-    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root")
+    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root", "_segment")
 
     def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm",
                  root: tuple[int, int] | None = None):
@@ -86,6 +86,7 @@ class GlobalTensor:
         self.name = name
         self.itemsize = self.dtype.itemsize
         self.root = root or (addr, count * self.itemsize)   # the whole tensor: (addr, bytes)
+        self._segment = gm.segment_at(self.root[0])
 
     @property
     def nbytes(self) -> int:
@@ -120,7 +121,11 @@ class GlobalTensor:
                 f"aicore memory out of bound: core {core_id} {what} GM [{start:#x}, "
                 f"{start + nbytes:#x}) ({nbytes} bytes) outside its window [{self.addr:#x}, "
                 f"{self.addr + self.nbytes:#x}) of tensor '{self.name}' (another core's range)")
-        return self.gm.bytes(start, nbytes)
+        seg = self._segment
+        if seg is None or start + nbytes > seg.end:
+            return self.gm.bytes(start, nbytes)     # raises: the tensor is not (all) mapped
+        off = start - seg.addr
+        return seg.data[off:off + nbytes]
 
     def numpy(self) -> np.ndarray:
         return self.gm.bytes(self.addr, self.nbytes).view(self.dtype)

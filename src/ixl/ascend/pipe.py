@@ -23,6 +23,8 @@ class TPosition(enum.Enum):
     VECOUT = "VECOUT"
     VECCALC = "VECCALC"
 
+    __hash__ = object.__hash__   # a hot dict key: skip Enum's Python-level hash
+
 
 # (producer pipe, consumer pipe) of each position's queues.
 _PIPES = {
@@ -97,14 +99,11 @@ class TQue:
             raise IllegalInstruction(f"TQue position {position} is not a vector position")
         self.position = position
         self.depth = depth
+        self.pipes = _PIPES[position]      # (producer, consumer)
         self.slots: list[_Slot] = []
         self._queue: deque[LocalTensor] = deque()
         self._next = 0
         self.core: AICore | None = None
-
-    @property
-    def pipes(self) -> tuple[Pipe, Pipe]:
-        return _PIPES[self.position]
 
     def alloc_tensor(self, dtype) -> LocalTensor:
         """AllocTensor: take the next free slot; waits for the consumer to have freed it."""

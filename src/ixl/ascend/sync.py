@@ -28,6 +28,8 @@ class HardEvent(enum.Enum):
     S_MTE3 = (Pipe.S, Pipe.MTE3)
     MTE3_S = (Pipe.MTE3, Pipe.S)
 
+    __hash__ = object.__hash__
+
 
 def set_flag(event: HardEvent, event_id: int = 0) -> None:
     core = current_core()

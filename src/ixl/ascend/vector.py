@@ -393,3 +393,77 @@ def _whole_reduce(op: str, fn):
 whole_reduce_sum = _whole_reduce("whole_reduce_sum", np.sum)
 whole_reduce_max = _whole_reduce("whole_reduce_max", np.max)
 whole_reduce_min = _whole_reduce("whole_reduce_min", np.min)
+
+
+# ---------------------------------------------------------------- compare and select
+
+class CmpMode(enum.Enum):
+    LT = "lt"
+    GT = "gt"
+    EQ = "eq"
+    LE = "le"
+    GE = "ge"
+    NE = "ne"
+
+
+_CMP = {CmpMode.LT: np.less, CmpMode.GT: np.greater, CmpMode.EQ: np.equal,
+        CmpMode.LE: np.less_equal, CmpMode.GE: np.greater_equal, CmpMode.NE: np.not_equal}
+_MASK = frozenset({np.dtype(np.uint8)})
+
+
+def _check_compare_count(op: str, src: LocalTensor, count: int) -> None:
+    repeat = src.core.chip.repeat_bytes
+    if count < 0 or (count * src.itemsize) % repeat:
+        raise IllegalInstruction(
+            f"{op} count {count} x {src.itemsize} bytes must be a multiple of {repeat} bytes "
+            f"(whole repeats); pad the tile")
+
+
+def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray, count: int) -> None:
+    _check_dtype(op, dst, _MASK)
+    _check_extent(op, dst, count // 8, "dst")
+    if not dst.core.mode.timing_only:
+        dst.view(count // 8)[...] = np.packbits(bits, bitorder="little")
+
+
+def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMode,
+            count: int) -> None:
+    """Compare(dst, src0, src1, cmpMode, count): one bit per element (LSB first) into dst."""
+    _check_dtype("compare", src0, _FLOAT)
+    _check_dtype("compare", src1, _FLOAT)
+    _check_compare_count("compare", src0, count)
+    _check_extent("compare", src0, count, "src0")
+    _check_extent("compare", src1, count, "src1")
+    core = dst.core
+    bits = None if core.mode.timing_only else _CMP[mode](src0.view(count), src1.view(count))
+    _write_bits("compare", dst, bits, count)
+    core.issue(Pipe.V, "compare", core.costs.vector("compare", src0.itemsize, count))
+
+
+def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, count: int) -> None:
+    """CompareScalar(dst, src, scalar, cmpMode, count)."""
+    _check_dtype("compare", src, _FLOAT)
+    _check_compare_count("compare_scalar", src, count)
+    _check_extent("compare_scalar", src, count, "src")
+    core = dst.core
+    bits = None if core.mode.timing_only else _CMP[mode](src.view(count), src.dtype.type(scalar))
+    _write_bits("compare_scalar", dst, bits, count)
+    core.issue(Pipe.V, "compare", core.costs.vector("compare", src.itemsize, count))
+
+
+def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: int) -> None:
+    """Select(dst, selMask, src0, src1, count): src0 where the mask bit is 1, else src1
+    (a tensor, or a scalar as in VSEL_TENSOR_SCALAR_MODE)."""
+    _check_dtype("select", mask, _MASK)
+    for t in (dst, src0) + ((src1,) if isinstance(src1, LocalTensor) else ()):
+        _check_dtype("select", t, _FLOAT)
+    _check_compare_count("select", dst, count)
+    for t, role in ((dst, "dst"), (src0, "src0")):
+        _check_extent("select", t, count, role)
+    _check_extent("select", mask, count // 8, "mask")
+    core = dst.core
+    if not core.mode.timing_only:
+        bits = np.unpackbits(mask.view(count // 8), bitorder="little").astype(bool)
+        other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
+        dst.view(count)[...] = np.where(bits, src0.view(count), other)
+    core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count))
