@@ -78,15 +78,15 @@ class GlobalTensor:
     __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root", "_segment")
 
     def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm",
-                 root: tuple[int, int] | None = None):
+                 root: tuple[int, int] | None = None, segment: Segment | None = None):
         self.gm = gm
         self.addr = addr
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.count = count
         self.name = name
         self.itemsize = self.dtype.itemsize
         self.root = root or (addr, count * self.itemsize)   # the whole tensor: (addr, bytes)
-        self._segment = gm.segment_at(self.root[0])
+        self._segment = segment or gm.segment_at(self.root[0])
 
     @property
     def nbytes(self) -> int:
@@ -99,7 +99,7 @@ class GlobalTensor:
                 f"aicore memory out of bound: window [{offset}, {offset + count}) of tensor "
                 f"'{self.name}' with {self.count} elements")
         return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count,
-                            self.name, self.root)
+                            self.name, self.root, self._segment)
 
     def __getitem__(self, offset: int) -> GlobalTensor:
         """`xGm[offset]`: the tensor from element `offset` to its end."""

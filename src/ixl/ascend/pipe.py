@@ -43,7 +43,7 @@ class LocalTensor:
                  slot: _Slot | None = None):
         self.core = core
         self.offset = offset
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.itemsize = self.dtype.itemsize
         self.count = count
         self.position = position
@@ -83,9 +83,10 @@ class LocalTensor:
 class _Slot:
     """One buffer of a queue: its UB range and the event id its flags use."""
 
-    __slots__ = ("offset", "nbytes", "event_id", "in_use", "release_pending")
+    __slots__ = ("offset", "nbytes", "event_id", "in_use", "release_pending", "owner")
 
-    def __init__(self, offset: int, nbytes: int, event_id: int):
+    def __init__(self, offset: int, nbytes: int, event_id: int, owner: TQue):
+        self.owner = owner
         self.offset = offset
         self.nbytes = nbytes
         self.event_id = event_id
@@ -121,7 +122,8 @@ class TQue:
                 f"are all in use: free_tensor one first (on the chip this core would hang)")
         slot.in_use = True
         self._wait_release(slot)
-        dtype = np.dtype(dtype)
+        if not isinstance(dtype, np.dtype):
+            dtype = np.dtype(dtype)
         if core.mode.debug:
             core.fill_fresh(slot.offset, slot.nbytes, dtype)
         return LocalTensor(core, slot.offset, dtype, slot.nbytes // dtype.itemsize,
@@ -173,7 +175,7 @@ class TQue:
             self._wait_release(slot)
 
     def _check_own(self, tensor: LocalTensor, what: str) -> None:
-        if tensor.slot is None or tensor.slot not in self.slots:
+        if tensor.slot is None or tensor.slot.owner is not self:
             raise IllegalInstruction(f"{what}: the tensor does not belong to this "
                                      f"{self.position.value} queue")
 
@@ -235,7 +237,7 @@ class TPipe:
             pair = target.pipes
             first = self.event_ids.get(pair, 0)
             self.event_ids[pair] = first + num
-            target.slots = [_Slot(self.cursor + i * slot_bytes, slot_bytes, first + i)
+            target.slots = [_Slot(self.cursor + i * slot_bytes, slot_bytes, first + i, target)
                             for i in range(num)]
             self.queues.append(target)
         else:

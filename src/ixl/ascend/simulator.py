@@ -7,6 +7,7 @@ over blocks. Kernel time = launch overhead + the slowest core.
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -18,6 +19,7 @@ from .gm import GlobalMemory
 from .timeline import Pipe, PipeStats
 
 CHIP_MODEL_VERSION = "0.1.0"
+SWITCH_INTERVAL_S = 0.001
 
 
 def host_threads() -> int:
@@ -84,14 +86,21 @@ class SimulatedChip:
         # the GIL); the modeled time does not depend on how the host ran them.
         workers = min(host_threads(), n_cores)
         if workers > 1:
-            with ThreadPoolExecutor(workers) as pool:
-                futures = [pool.submit(run_core, c) for c in cores]
+            # A short GIL switch interval lets a core whose numpy call just returned resume
+            # quickly instead of waiting out the default 5 ms.
+            interval = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+            try:
+                with ThreadPoolExecutor(workers) as pool:
+                    futures = [pool.submit(run_core, c) for c in cores]
+            finally:
+                sys.setswitchinterval(interval)
             for f in futures:          # the lowest failing core reports, as it would first
                 f.result()
         else:
             for c in cores:
                 run_core(c)
-        reports = [CoreReport(c.core_id, blocks[c.core_id], c.timeline.end, dict(c.timeline.stats),
+        reports = [CoreReport(c.core_id, blocks[c.core_id], c.timeline.end, c.timeline.pipe_stats(),
                               c.ub_peak, c.timeline.slices, c.timeline.edges,
                               c.timeline.vector_busy, c.timeline.port_busy) for c in cores]
         launch_us = cost_table(self.chip.arch).launch_us(n_cores)

@@ -77,6 +77,7 @@ class Timeline:
     queue_depth: int
     record: bool = False
     scalar: float = 0.0
+    dispatches: int = 0
     free: dict = field(default_factory=lambda: defaultdict(float))
     stats: dict = field(default_factory=lambda: defaultdict(PipeStats))
     slices: list = field(default_factory=list)
@@ -90,7 +91,11 @@ class Timeline:
 
     def _dispatch(self, pipe: Pipe) -> float:
         """The scalar unit issues one instruction to `pipe`; returns when that pipe can start it."""
-        self._scalar_step()
+        if self.record:
+            self._scalar_step()
+        else:
+            self.scalar += self.scalar_issue
+            self.dispatches += 1
         starts = self._starts.get(pipe)
         if starts is None:
             starts = self._starts[pipe] = deque(maxlen=self.queue_depth)
@@ -128,12 +133,16 @@ class Timeline:
 
     def _scalar_step(self) -> None:
         start = self.scalar
-        self.scalar += self.scalar_issue
-        st = self.stats[Pipe.S]
-        st.busy += self.scalar_issue
-        st.count += 1
+        self.scalar = start + self.scalar_issue
+        self.dispatches += 1
         if self.record:
             self.slices.append(Slice(Pipe.S, "dispatch", start, self.scalar))
+
+    def pipe_stats(self) -> dict:
+        """Per-pipe busy cycles, instruction counts and bytes (SCALAR: its dispatches)."""
+        out = dict(self.stats)
+        out[Pipe.S] = PipeStats(self.dispatches * self.scalar_issue, self.dispatches, 0)
+        return out
 
     def set_flag(self, src: Pipe, dst: Pipe, event_id: int) -> None:
         self._scalar_step()
@@ -183,6 +192,15 @@ def _extend(intervals: list, start: float, end: float) -> None:
 
 def _reserve(busy: list, ready: float, cycles: float) -> float:
     """Take `cycles` of free time from the sorted busy list, from `ready` on; returns the end."""
+    last = busy[-1] if busy else None
+    if last is None or ready >= last[0]:          # the common case: at or after the last move
+        start = ready if last is None or ready > last[1] else last[1]
+        end = start + cycles
+        if last is not None and start == last[1]:
+            last[1] = end
+        else:
+            busy.append([start, end])
+        return end
     i = bisect.bisect_right(busy, [ready, float("inf")]) - 1
     if i < 0 or busy[i][1] <= ready:
         i += 1

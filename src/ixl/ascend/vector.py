@@ -160,8 +160,11 @@ def _binary(op: str, fn, allowed=_ARITH):
             for t, role in ((dst, "dst"), (src0, "src0"), (src1, "src1")):
                 _check_extent(op, t, count, role)
             if count and not core.mode.timing_only:
-                fn(src0.view(count), src1.view(count), out=dst.view(count),
-                   dtype=_compute_dtype(dst.dtype), casting="unsafe")
+                # numpy's float16 ufuncs also compute in float32 and round once: same bits,
+                # without the extra conversion passes.
+                cd = None if dst.dtype == F16 == src0.dtype == src1.dtype else _compute_dtype(dst.dtype)
+                fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
+                   casting="unsafe")
             core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count))
             return
         p = params or BinaryRepeatParams()
