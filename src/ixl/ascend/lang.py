@@ -12,7 +12,7 @@ from .gm import GlobalTensor
 from .pipe import LocalTensor, TBuf, TPipe, TPosition, TQue
 from .sync import HardEvent, pipe_barrier, set_flag, wait_flag
 from .timeline import Pipe
-from .vector import (BinaryRepeatParams, CmpMode, RoundMode, UnaryRepeatParams, abs, add, adds,
+from .vector import (BinaryRepeatParams, CmpMode, brcb, RoundMode, UnaryRepeatParams, abs, add, adds,
                      cast, compare, compare_scalar, div, duplicate, exp, ln, max, maxs, min,
                      mins, mul, muls, reciprocal, relu, rsqrt, select, sqrt, sub,
                      whole_reduce_max, whole_reduce_min, whole_reduce_sum)
@@ -21,7 +21,7 @@ __all__ = [
     "get_block_idx", "get_block_num", "DataCopyExtParams", "DataCopyPadExtParams",
     "DataCopyParams", "data_copy", "data_copy_pad", "GlobalTensor", "LocalTensor", "TBuf",
     "TPipe", "TPosition", "TQue", "HardEvent", "pipe_barrier", "set_flag", "wait_flag", "Pipe",
-    "BinaryRepeatParams", "CmpMode", "compare", "compare_scalar", "select", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",
+    "BinaryRepeatParams", "brcb", "CmpMode", "compare", "compare_scalar", "select", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",
     "duplicate", "exp", "ln", "max", "maxs", "min", "mins", "mul", "muls", "reciprocal", "relu",
     "rsqrt", "sqrt", "sub", "whole_reduce_max", "whole_reduce_min", "whole_reduce_sum",
 ]

@@ -75,6 +75,14 @@ class LocalTensor:
     def numpy(self) -> np.ndarray:
         return self.view().copy()
 
+    def get_value(self, index: int):
+        """GetValue: the scalar unit reads one element (order it after the write with a
+        flag to PIPE_S, e.g. MTE2_S, as on the chip)."""
+        if not 0 <= index < self.count:
+            raise IllegalInstruction(f"get_value({index}) outside the {self.count} elements")
+        self.core.timeline.issue(Pipe.S, "get_value", self.core.costs.scalar_issue_cycles)
+        return self.view(index + 1)[index].item()
+
     def __repr__(self) -> str:
         return (f"LocalTensor({self.position.value}, ub {self.offset:#x}, {self.dtype}, "
                 f"{self.count})")

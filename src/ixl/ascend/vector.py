@@ -470,3 +470,26 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: 
         other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
         dst.view(count)[...] = np.where(bits, src0.view(count), other)
     core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count))
+
+
+# ---------------------------------------------------------------- block broadcast
+
+def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: int = 1,
+         dst_rep_stride: int = 8) -> None:
+    """Brcb: each repeat takes 8 consecutive elements of src and fills one 32-byte block of
+    dst with each (the building block of column and scalar broadcasts)."""
+    _check_dtype("brcb", dst, _ARITH)
+    _check_dtype("brcb", src, _ARITH)
+    _check_repeat("brcb", dst, repeat_times)
+    core = dst.core
+    blk = core.chip.block_elems(dst.itemsize)
+    if repeat_times:
+        starts = (np.arange(repeat_times)[:, None] * dst_rep_stride
+                  + np.arange(8)[None, :] * dst_blk_stride) * blk
+        idx = (starts[..., None] + np.arange(blk)).reshape(repeat_times * 8, blk)
+        _check_extent("brcb", dst, int(idx.max()) + 1, "dst")
+        _check_extent("brcb", src, repeat_times * 8, "src")
+        if not core.mode.timing_only:
+            dst.view()[idx] = src.view(repeat_times * 8)[:, None]
+    core.issue(Pipe.V, "brcb", core.costs.vector("duplicate", dst.itemsize,
+                                                 repeat_times * core.chip.lanes(dst.itemsize)))
