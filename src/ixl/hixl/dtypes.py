@@ -21,7 +21,12 @@ DTYPES: dict[str, np.dtype] = {
 }
 
 HALF = frozenset({"float16", "bfloat16"})
-FLOATS = ("float16", "bfloat16", "float32")
+FLOATS = ("float16", "bfloat16", "float32")   # what ops are listed, sampled and ported for
+# Wider sets an op accepts (through `constraints`), as ONNX models and node tests use them.
+ANY_FLOAT = FLOATS + ("float64",)
+INDEX = ("int64", "int32")                     # indices, axes, shapes (first: the default)
+NUMERIC = ANY_FLOAT + ("int32", "int64")
+ALL = tuple(DTYPES)                            # data movement: every dtype
 
 
 def to_numpy(name: str) -> np.dtype:

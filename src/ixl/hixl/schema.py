@@ -21,10 +21,12 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """Shape and dtype name of one tensor argument (all that semantics need)."""
+    """Shape and dtype name of one tensor argument (all that semantics need), plus, for a host
+    input (a shape, axes or k that decides the output shape), its flattened contents."""
 
     shape: Shape
     dtype: str
+    value: tuple | None = None
 
     @property
     def size(self) -> int:
@@ -65,6 +67,7 @@ class SampleCase:
     shapes: tuple          # one entry per input: a Shape or a TileMultiple
     attrs: dict = field(default_factory=dict)
     dtypes: tuple | None = None    # restrict to these dtypes (None: every dtype of the op)
+    values: dict = field(default_factory=dict)   # host input name -> its contents
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Attr:
     kind: type
     default: Any = None
     doc: str = ""
+    required: bool = False
 
 
 def _golden_dtype(dtype: np.dtype) -> np.dtype:
@@ -90,6 +94,35 @@ def broadcast_shapes(op: str, shapes: Sequence[Shape]) -> Shape:
         raise ShapeMismatch(
             f"{op}: shapes {listed} do not broadcast (dims must be equal or 1, "
             f"compared from the last)") from None
+
+
+def normalize_axis(op: str, axis: int, rank: int, what: str = "axis") -> int:
+    """An ONNX axis in [-rank, rank - 1] as an index in [0, rank), or a clear error."""
+    if not -rank <= int(axis) < rank:
+        raise AttrError(f"{op}: {what} {axis} is out of range for a rank-{rank} input "
+                        f"(allowed: {-rank}..{rank - 1})")
+    return int(axis) % rank
+
+
+def normalize_axes(op: str, axes: Sequence[int], rank: int, what: str = "axes") -> tuple[int, ...]:
+    """Several axes, each in range, none repeated (ONNX forbids duplicates), in given order."""
+    out = tuple(normalize_axis(op, a, rank, what) for a in axes)
+    if len(set(out)) != len(out):
+        raise AttrError(f"{op}: {what} {list(axes)} name an axis twice")
+    return out
+
+
+def contents(value) -> tuple:
+    """A host input's contents as ArgSpec.value holds them: flat, Python numbers."""
+    return tuple(np.asarray(value).reshape(-1).tolist())
+
+
+def host_value(op: str, spec: ArgSpec, name: str) -> tuple:
+    """The contents of a host input, which the output shape depends on."""
+    if spec.value is None:
+        raise ShapeMismatch(f"{op}: the output shape depends on the contents of {name}, which "
+                            f"the host must know (give it as a device tensor, not only a spec)")
+    return spec.value
 
 
 @dataclass
@@ -116,6 +149,10 @@ class OpSchema:
     # make_inputs(schema, specs, rng, attrs) -> arrays, for ops whose inputs need a domain
     # (indices in range, positive values); None entries stay None.
     make_inputs: Callable[..., list] | None = None
+    # Inputs whose contents the host reads to infer output shapes (tier C: shapes known only at
+    # run time): their specs carry `value`.
+    host_inputs: tuple[str, ...] = ()
+    variadic: bool = False          # the last input repeats (one or more), as Concat's
 
     # ---- checks and inference ----
     def bind_attrs(self, attrs: dict) -> dict:
@@ -130,33 +167,72 @@ class OpSchema:
         var = self.type_of.get(input_name, "T")
         return self.constraints.get(var, self.dtypes if var == "T" else ())
 
+    def input_names(self, count: int) -> list[str]:
+        """Names of `count` inputs: a variadic last input is numbered (inputs0, inputs1, ...)."""
+        if not self.variadic:
+            return list(self.inputs[:count])
+        fixed = list(self.inputs[:-1])
+        return fixed + [f"{self.inputs[-1]}{i}" for i in range(count - len(fixed))]
+
+    def input_dtypes(self, dtype: str, count: int | None = None) -> list[str]:
+        """The dtype of each input when the op runs on `dtype`: inputs of type variable T take
+        it; another type variable takes it where allowed, else its first dtype (int64 indices)."""
+        out = []
+        for name in self.input_names(len(self.inputs) if count is None else count):
+            declared = self.declared(name)
+            allowed = self.allowed_dtypes(declared)
+            keep = self.type_of.get(declared, "T") == "T" or dtype in allowed
+            out.append(dtype if keep else allowed[0])
+        return out
+
+    def main_dtype(self, specs: Sequence[ArgSpec | None]) -> str:
+        """The dtype a call is named and judged by: that of its first input of type T."""
+        names = self.input_names(len(specs))
+        return next((s.dtype for s, n in zip(specs, names) if s is not None
+                     and self.type_of.get(self.declared(n), "T") == "T"),
+                    next((s.dtype for s in specs if s is not None), "float32"))
+
+    def declared(self, name: str) -> str:
+        """The declared input a (possibly numbered variadic) input name belongs to."""
+        return name if name in self.inputs else self.inputs[-1]
+
+    def spec_of(self, name: str, array: np.ndarray) -> ArgSpec:
+        """The spec of an input array; a host input carries its contents."""
+        value = contents(array) if self.declared(name) in self.host_inputs else None
+        return ArgSpec(tuple(array.shape), dt.name_of(array.dtype), value)
+
     def check(self, specs: Sequence[ArgSpec | None], attrs: dict | None = None) -> dict:
         """Raise a clear error for a call the op does not accept; return the bound attributes."""
         required = len(self.inputs) - self.optional
-        if not required <= len(specs) <= len(self.inputs):
-            count = (f"{len(self.inputs)}" if not self.optional
-                     else f"{required} to {len(self.inputs)}")
+        most = None if self.variadic else len(self.inputs)
+        if len(specs) < required or (most is not None and len(specs) > most):
+            count = (f"{required} or more" if self.variadic else f"{len(self.inputs)}"
+                     if not self.optional else f"{required} to {len(self.inputs)}")
             raise ShapeMismatch(f"{self.name} takes {count} input(s) "
                                 f"({', '.join(self.inputs)}), got {len(specs)}")
         seen: dict[str, tuple[str, str]] = {}
-        for i, (spec, name) in enumerate(zip(specs, self.inputs)):
+        for i, (spec, name) in enumerate(zip(specs, self.input_names(len(specs)))):
             if spec is None:
                 if i < required:
                     raise ShapeMismatch(f"{self.name}: input {name} is required")
                 continue
-            allowed = self.allowed_dtypes(name)
+            allowed = self.allowed_dtypes(self.declared(name))
             if spec.dtype not in allowed:
                 raise DtypeError(f"{self.name} does not support {spec.dtype} for {name} "
                                  f"(supported: {', '.join(allowed)})")
             if any(d < 0 for d in spec.shape):
                 raise ShapeMismatch(f"{self.name}: negative dim in shape {spec.shape}")
-            var = self.type_of.get(name, "T")
+            var = self.type_of.get(self.declared(name), "T")
             if var in seen and seen[var][1] != spec.dtype:
                 other, other_dtype = seen[var]
                 raise DtypeError(f"{self.name}: {other} is {other_dtype} but {name} is "
                                  f"{spec.dtype}; they take one dtype (cast first)")
             seen.setdefault(var, (name, spec.dtype))
-        return self.bind_attrs(attrs or {})
+        bound = self.bind_attrs(attrs or {})
+        missing = [k for k, a in self.attrs.items() if a.required and bound[k] is None]
+        if missing:
+            raise AttrError(f"{self.name}: attribute {', '.join(missing)} is required")
+        return bound
 
     def infer(self, specs: Sequence[ArgSpec], attrs: dict | None = None) -> list[ArgSpec]:
         bound = self.check(specs, attrs)
@@ -167,15 +243,15 @@ class OpSchema:
         """The golden: half inputs computed in float32, float32 in float64, each output rounded
         once to the dtype `infer` gives it."""
         bound = self.bind_attrs(attrs)
-        specs = [None if a is None else ArgSpec(tuple(a.shape), dt.name_of(a.dtype))
-                 for a in arrays]
+        specs = [None if a is None else self.spec_of(n, a)
+                 for a, n in zip(arrays, self.input_names(len(arrays)))]
         out_specs = self.infer_fn(self, specs, bound)
         wide = [None if a is None else a.astype(_golden_dtype(a.dtype)) for a in arrays]
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):     # overflow to inf and NaN are results too
             result = self.reference_fn(*wide, **bound)
-        results = result if isinstance(result, tuple) else (result,)
-        return [np.asarray(r).astype(dt.to_numpy(o.dtype)).reshape(o.shape)
-                for r, o in zip(results, out_specs)]
+            results = result if isinstance(result, tuple) else (result,)
+            return [np.asarray(r).astype(dt.to_numpy(o.dtype)).reshape(o.shape)
+                    for r, o in zip(results, out_specs)]
 
     def tolerance(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCE.get(dtype, EXACT)
@@ -183,10 +259,15 @@ class OpSchema:
     def random_inputs(self, specs: Sequence[ArgSpec | None], rng: np.random.Generator,
                       attrs: dict | None = None) -> list[np.ndarray | None]:
         """Inputs for a test: the op's own generator, else uniform in `input_range` (drawn in
-        float32, enough for every float dtype), integers in the same range, random booleans."""
+        float32, enough for every float dtype), integers in the same range, random booleans;
+        a spec that carries a value (a host input) gives exactly that value."""
         if self.make_inputs is not None:
-            return self.make_inputs(self, list(specs), rng, self.bind_attrs(attrs or {}))
-        return [None if s is None else uniform(s, rng, self.input_range) for s in specs]
+            arrays = self.make_inputs(self, list(specs), rng, self.bind_attrs(attrs or {}))
+        else:
+            arrays = [None if s is None else uniform(s, rng, self.input_range) for s in specs]
+        return [a if s is None or s.value is None
+                else np.array(s.value, dt.to_numpy(s.dtype)).reshape(s.shape)
+                for s, a in zip(specs, arrays)]
 
 
 def uniform(spec: ArgSpec, rng: np.random.Generator, bounds: tuple[float, float]) -> np.ndarray:

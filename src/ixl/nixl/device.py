@@ -17,13 +17,21 @@ from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
 from .record import RunRecord
 from .registry import REGISTRY, Registry
-from .shim import run_shim
+from .shim import host_copy, run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
 
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
+
+
+def _spec(schema, name: str, t: DeviceTensor) -> ArgSpec:
+    """A host input (a shape, axes, k) is read back: the host sizes the outputs from it, as a
+    dynamic-shape op's host tiling does."""
+    if schema.declared(name) in schema.host_inputs:
+        return schema.spec_of(name, host_copy(t))
+    return ArgSpec(t.shape, t.dtype)
 
 
 class Device:
@@ -87,7 +95,8 @@ class Device:
                                 f"for an omitted optional input, got {type(t).__name__}")
             if t is not None and not t.alive:
                 raise KernelStartFailed(f"kernel start failed: input {t.name} was freed")
-        specs = [None if t is None else ArgSpec(t.shape, t.dtype) for t in inputs]
+        specs = [None if t is None else _spec(schema, name, t)
+                 for name, t in zip(schema.input_names(len(inputs)), inputs)]
         bound = schema.check(specs, attrs)
         out_specs = schema.infer_fn(schema, specs, bound)
         entry = self.registry.native(op)

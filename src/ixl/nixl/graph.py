@@ -98,9 +98,13 @@ def run_graph(device, graph: Graph, feeds: dict) -> tuple[dict, GraphRecord]:
             result = device.run(node.op, *args, **node.attrs)
             results = result if isinstance(result, tuple) else (result,)
             records.append(device.last_profile)
-            for name, t in zip(node.outputs, results):
-                env[name] = t
-                owned.add(name)
+            for k, t in enumerate(results):
+                name = node.outputs[k] if k < len(node.outputs) else ""
+                if name:
+                    env[name] = t
+                    owned.add(name)
+                else:               # an optional output nobody asked for
+                    t.free()
             for name in set(node.inputs):
                 if name and last_use.get(name) == i and name not in graph.outputs \
                         and name in owned:

@@ -8,6 +8,7 @@ from typing import Iterator
 import numpy as np
 
 from ..hixl import ArgSpec, OpSchema, SampleCase, TileMultiple, all_ops, get_op
+from ..hixl.schema import contents
 from .compare import Comparison, compare
 
 # Size unit for TileMultiple cases of ops that run on the shim (no kernel tile to follow).
@@ -62,7 +63,8 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
     """Random inputs, run on `dev`, compare every output with the golden."""
     attrs = attrs or {}
     arrays = schema.random_inputs(specs, np.random.default_rng(seed), attrs)
-    inputs = [None if a is None else dev.tensor(a, name=n) for a, n in zip(arrays, schema.inputs)]
+    names = schema.input_names(len(arrays))
+    inputs = [None if a is None else dev.tensor(a, name=n) for a, n in zip(arrays, names)]
     try:
         outs = dev.run(schema.name, *inputs, **attrs)
     finally:
@@ -71,12 +73,12 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
                 t.free()
     outs = outs if isinstance(outs, tuple) else (outs,)
     try:
-        got = [o.numpy() for o in outs]
+        got = [o.numpy().reshape(o.shape) for o in outs]
     finally:
         for o in outs:
             o.free()
     refs = schema.reference(*arrays, **attrs)
-    dtype = next((s.dtype for s in specs if s is not None), "float32")
+    dtype = schema.main_dtype(specs)
     comps = [compare(g, r, schema.tolerance(dtype)) for g, r in zip(got, refs)]
     rec = dev.last_profile
     return CaseResult(schema.name, note, [s.shape if s else None for s in specs], dtype, dev.chip.name,
@@ -100,7 +102,11 @@ def tile_unit(dev, schema: OpSchema, dtype: str) -> int:
 
 def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str) -> list[ArgSpec]:
     unit = tile_unit(dev, schema, dtype)
-    return [ArgSpec(resolve_shape(s, unit), dtype) for s in case.shapes]
+    names = schema.input_names(len(case.shapes))
+    dtypes = schema.input_dtypes(dtype, len(case.shapes))
+    return [None if s is None else ArgSpec(resolve_shape(s, unit), d, None if n not in case.values
+                                           else contents(case.values[n]))
+            for s, n, d in zip(case.shapes, names, dtypes)]
 
 
 def iter_samples(ops: list[str] | None = None) -> Iterator[tuple[OpSchema, SampleCase, str]]:
