@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
 from ..database import register
-from ..dtypes import FLOATS
-from ..schema import ArgSpec, OpSchema, SampleCase, TileMultiple, broadcast_shapes
+from ..dtypes import ALL, ANY_FLOAT, DTYPES, FLOATS, NUMERIC, to_numpy
+from ..errors import AttrError, ShapeMismatch
+from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, TileMultiple, broadcast_shapes,
+                      uniform)
 
 
 def _same(shape, arity: int) -> tuple:
@@ -34,27 +39,189 @@ BROADCAST_CASES = [
 ]
 
 
-def _infer_broadcast(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
+def with_attrs(cases: list[SampleCase], **attrs) -> list[SampleCase]:
+    return [dataclasses.replace(c, attrs={**c.attrs, **attrs}) for c in cases]
+
+
+def infer_broadcast(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     return [ArgSpec(broadcast_shapes(schema.name, [s.shape for s in specs]), specs[0].dtype)]
 
 
-def _infer_same(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
+def infer_same(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     return [ArgSpec(specs[0].shape, specs[0].dtype)]
 
 
 def binary(name: str, fn, doc: str, dtypes=FLOATS, **kw) -> OpSchema:
+    kw.setdefault("samples", boundary_cases(2) + BROADCAST_CASES)
     return register(OpSchema(
         name=name, tier="S", family="elementwise", inputs=("a", "b"), dtypes=tuple(dtypes),
-        reference_fn=fn, infer_fn=_infer_broadcast,
-        samples=boundary_cases(2) + BROADCAST_CASES, doc=doc, **kw))
+        reference_fn=fn, infer_fn=kw.pop("infer_fn", infer_broadcast), doc=doc, **kw))
 
 
 def unary(name: str, fn, doc: str, dtypes=FLOATS, **kw) -> OpSchema:
+    kw.setdefault("samples", boundary_cases(1))
     return register(OpSchema(
         name=name, tier="S", family="elementwise", inputs=("x",), dtypes=tuple(dtypes),
-        reference_fn=fn, infer_fn=_infer_same, samples=boundary_cases(1), doc=doc, **kw))
+        reference_fn=fn, infer_fn=kw.pop("infer_fn", infer_same), doc=doc, **kw))
 
 
-binary("Add", np.add, "y = a + b, broadcasting")
-binary("Mul", np.multiply, "y = a * b, broadcasting")
-unary("Relu", lambda x: np.maximum(x, 0), "y = max(x, 0)")
+NUMERIC_TYPES = {"T": NUMERIC}       # what ONNX models feed arithmetic (int8 and unsigned: no)
+FLOAT_TYPES = {"T": ANY_FLOAT}
+POSITIVE = (0.01, 8.0)               # inputs of log, sqrt, rsqrt
+
+
+def _div(a, b):
+    """Integer division truncates toward zero (ONNX, C), where numpy's // floors."""
+    if a.dtype.kind in "iu":
+        return np.abs(a) // np.abs(b) * (np.sign(a) * np.sign(b))
+    return a / b
+
+
+def _div_inputs(schema, specs, rng, attrs):
+    """Divisors of magnitude 0.5 to 4, either sign: no quotient overflows float16."""
+    a, b = specs
+    magnitude = uniform(b, rng, (0.5, 4.0))
+    return [uniform(a, rng, schema.input_range),
+            np.where(rng.random(b.shape) < 0.5, -magnitude, magnitude).astype(magnitude.dtype)]
+
+
+def _pow(a, b):
+    """Integer powers stay integers; a negative integer exponent goes through float64, which
+    numpy refuses on integers."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu" and (b < 0).any():
+        return np.power(a.astype(np.float64), b)
+    return np.power(a, b)
+
+
+def _pow_inputs(schema, specs, rng, attrs):
+    """Positive bases, so that fractional exponents stay real."""
+    base, exponent = specs
+    return [uniform(base, rng, (0.25, 4.0)), uniform(exponent, rng, (-2.0, 2.0))]
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)   # numpy has no erf; math.erf is accurate to the last bit
+
+
+def erf(x):
+    return np.asarray(_erf(x), dtype=x.dtype)
+
+
+def _gelu(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def _infer_gelu(schema, specs, attrs):
+    if attrs["approximate"] not in ("none", "tanh"):
+        raise AttrError(f"Gelu: approximate={attrs['approximate']!r} is not allowed "
+                        f"(allowed: 'none', 'tanh')")
+    return infer_same(schema, specs, attrs)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _infer_clip(schema, specs, attrs):
+    for spec, name in zip(specs[1:], ("min", "max")):
+        if spec is not None and spec.size != 1:
+            raise ShapeMismatch(f"Clip: {name} must be a scalar, got shape {spec.shape}")
+    return infer_same(schema, specs, attrs)
+
+
+def _clip(x, lo=None, hi=None):
+    """max then min: when min > max every value becomes max, as ONNX defines."""
+    if lo is not None:
+        x = np.maximum(x, lo.reshape(()))
+    if hi is not None:
+        x = np.minimum(x, hi.reshape(()))
+    return x
+
+
+def _clip_inputs(schema, specs, rng, attrs):
+    x, lo, hi = (specs + [None, None])[:3]
+    return [uniform(x, rng, schema.input_range),
+            None if lo is None else np.full(lo.shape, -1.5).astype(to_numpy(lo.dtype)),
+            None if hi is None else np.full(hi.shape, 2.5).astype(to_numpy(hi.dtype))]
+
+
+def _infer_cast(schema, specs, attrs):
+    if attrs["to"] not in DTYPES:
+        raise AttrError(f"Cast: to={attrs['to']!r} is not a dtype ixl has "
+                        f"(allowed: {', '.join(DTYPES)})")
+    return [ArgSpec(specs[0].shape, attrs["to"])]
+
+
+def _infer_cast_like(schema, specs, attrs):
+    return [ArgSpec(specs[0].shape, specs[1].dtype)]
+
+
+CAST_CASES = with_attrs(boundary_cases(1), to="float32") + [
+    SampleCase("to int32 (truncates toward zero)", ((4, 33),), {"to": "int32"}),
+    SampleCase("to bool (nonzero is true)", ((4, 33),), {"to": "bool"}),
+]
+
+# ---- binary arithmetic ----
+binary("Add", np.add, "y = a + b, broadcasting", constraints=NUMERIC_TYPES)
+binary("Mul", np.multiply, "y = a * b, broadcasting", constraints=NUMERIC_TYPES)
+binary("Sub", np.subtract, "y = a - b, broadcasting", constraints=NUMERIC_TYPES)
+binary("Div", _div, "y = a / b, broadcasting; integers truncate toward zero",
+       constraints=NUMERIC_TYPES, make_inputs=_div_inputs)
+binary("Maximum", np.maximum, "y = max(a, b), broadcasting (ONNX Max of two inputs)",
+       constraints=NUMERIC_TYPES)
+binary("Minimum", np.minimum, "y = min(a, b), broadcasting (ONNX Min of two inputs)",
+       constraints=NUMERIC_TYPES)
+binary("Pow", _pow, "y = a ** b, broadcasting; the exponent may have its own dtype",
+       type_of={"b": "T1"}, constraints={"T": NUMERIC, "T1": NUMERIC},
+       make_inputs=_pow_inputs)
+
+# ---- unary maps ----
+unary("Relu", lambda x: np.maximum(x, 0), "y = max(x, 0)", constraints=NUMERIC_TYPES)
+unary("LeakyRelu", lambda x, alpha: np.where(x >= 0, x, x * alpha), "y = x if x >= 0 else alpha*x",
+      attrs={"alpha": Attr(float, 0.01, "slope for x < 0")}, constraints=FLOAT_TYPES)
+unary("Gelu", _gelu, "y = x * Phi(x); approximate='tanh' uses the tanh formula",
+      attrs={"approximate": Attr(str, "none", "'none' (erf) or 'tanh'")},
+      infer_fn=_infer_gelu, constraints=FLOAT_TYPES,
+      samples=boundary_cases(1) + with_attrs(boundary_cases(1)[2:6], approximate="tanh"))
+unary("Silu", lambda x: x * _sigmoid(x), "y = x * sigmoid(x) (not an ONNX op)",
+      constraints=FLOAT_TYPES)
+unary("Sigmoid", _sigmoid, "y = 1 / (1 + exp(-x))", constraints=FLOAT_TYPES)
+unary("Tanh", np.tanh, "y = tanh(x)", constraints=FLOAT_TYPES)
+unary("Exp", np.exp, "y = exp(x)", constraints=FLOAT_TYPES)
+unary("Log", np.log, "y = ln(x); NaN below 0, -inf at 0", constraints=FLOAT_TYPES,
+      input_range=POSITIVE)
+unary("Sqrt", np.sqrt, "y = sqrt(x); NaN below 0", constraints=FLOAT_TYPES,
+      input_range=POSITIVE)
+unary("Rsqrt", lambda x: 1 / np.sqrt(x), "y = 1 / sqrt(x) (not an ONNX op)",
+      constraints=FLOAT_TYPES, input_range=POSITIVE)
+unary("Reciprocal", lambda x: 1 / x, "y = 1 / x", constraints=FLOAT_TYPES,
+      input_range=(0.125, 8.0))
+unary("Abs", np.abs, "y = |x|", constraints=NUMERIC_TYPES)
+unary("Neg", np.negative, "y = -x", constraints=NUMERIC_TYPES)
+unary("Erf", erf, "y = erf(x)", constraints=FLOAT_TYPES)
+unary("Adds", lambda x, scalar: x + scalar, "y = x + scalar (an attribute; not an ONNX op)",
+      attrs={"scalar": Attr(float, None, "the addend", required=True)},
+      samples=with_attrs(boundary_cases(1), scalar=1.5))
+unary("Muls", lambda x, scalar: x * scalar, "y = x * scalar (an attribute; not an ONNX op)",
+      attrs={"scalar": Attr(float, None, "the factor", required=True)},
+      samples=with_attrs(boundary_cases(1), scalar=-0.75))
+register(OpSchema(
+    name="Clip", tier="S", family="elementwise", inputs=("x", "min", "max"), dtypes=FLOATS,
+    reference_fn=_clip, infer_fn=_infer_clip, optional=2, constraints=NUMERIC_TYPES,
+    make_inputs=_clip_inputs, doc="y = min(max(x, min), max); an omitted bound does not clip",
+    samples=[dataclasses.replace(c, shapes=c.shapes + ((), ())) for c in boundary_cases(1)]
+    + [SampleCase("min only", ((5, 7), ())), SampleCase("max only", ((5, 7), None, ())),
+       SampleCase("no bounds", ((5, 7),))]))
+
+# ---- dtype conversion ----
+unary("Cast", lambda x, to: x, "y = x converted to dtype `to` (floats to ints truncate)",
+      attrs={"to": Attr(str, None, "target dtype name", required=True)},
+      type_of={"x": "T1"}, constraints={"T1": ALL}, infer_fn=_infer_cast,
+      samples=CAST_CASES)
+register(OpSchema(
+    name="CastLike", tier="S", family="elementwise", inputs=("x", "like"), dtypes=FLOATS,
+    reference_fn=lambda x, like: x, infer_fn=_infer_cast_like,
+    type_of={"x": "T1", "like": "T2"}, constraints={"T1": ALL, "T2": ALL},
+    doc="y = x converted to the dtype of `like` (its values are not read)",
+    samples=[dataclasses.replace(c, shapes=c.shapes[:1] + ((1,),)) for c in boundary_cases(1)]))
