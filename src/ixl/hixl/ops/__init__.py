@@ -1,3 +1,3 @@
 """One module per op family; importing this package registers every family."""
 
-from . import compare, conv, elementwise, matmul, norm, reduce  # noqa: F401
+from . import compare, conv, elementwise, index, matmul, norm, reduce, shape  # noqa: F401
