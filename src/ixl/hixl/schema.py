@@ -96,6 +96,12 @@ def broadcast_shapes(op: str, shapes: Sequence[Shape]) -> Shape:
             f"compared from the last)") from None
 
 
+def broadcasts_to(shape: Shape, target: Shape) -> bool:
+    """Whether `shape` broadcasts to `target` one way (as a bias to an output)."""
+    return len(shape) <= len(target) and all(
+        s in (1, t) for s, t in zip(reversed(shape), reversed(target)))
+
+
 def normalize_axis(op: str, axis: int, rank: int, what: str = "axis") -> int:
     """An ONNX axis in [-rank, rank - 1] as an index in [0, rank), or a clear error."""
     if not -rank <= int(axis) < rank:

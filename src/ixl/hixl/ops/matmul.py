@@ -7,7 +7,8 @@ import numpy as np
 from ..database import register
 from ..dtypes import FLOATS, NUMERIC
 from ..errors import ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Tolerance, broadcast_shapes
+from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, Tolerance, broadcast_shapes,
+                      broadcasts_to)
 
 MATMUL_TYPES = {"T": NUMERIC}
 # float32 products accumulate K terms: a float32 accumulator (the Cube's) drifts past 1e-5.
@@ -47,8 +48,7 @@ def _infer_gemm(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[Arg
     if k != kb:
         raise ShapeMismatch(f"Gemm: op(A) is {(m, k)} and op(B) is {(kb, n)} (after transA="
                             f"{attrs['transA']}, transB={attrs['transB']}): inner dims differ")
-    if c is not None and (len(c.shape) > 2 or
-                          broadcast_shapes("Gemm", [c.shape, (m, n)]) != (m, n)):
+    if c is not None and not broadcasts_to(c.shape, (m, n)):
         raise ShapeMismatch(f"Gemm: C of shape {c.shape} does not broadcast to the output "
                             f"shape {(m, n)}")
     return [ArgSpec((m, n), a.dtype)]

@@ -11,7 +11,7 @@ import numpy as np
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError, ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase, broadcast_shapes, normalize_axis
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, broadcasts_to, normalize_axis
 
 FLOAT_TYPES = {"T": ANY_FLOAT}
 
@@ -64,9 +64,7 @@ def _check_norm(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> int:
     for spec, name in zip(specs[1:], schema.inputs[1:]):
         if spec is None:
             continue
-        fits = len(spec.shape) <= len(normalized) and \
-            broadcast_shapes(schema.name, [spec.shape, normalized]) == normalized
-        if not fits:
+        if not broadcasts_to(spec.shape, normalized):
             raise ShapeMismatch(f"{schema.name}: {name} of shape {spec.shape} does not fit the "
                                 f"normalised shape {normalized} = x.shape[{axis}:] (it must "
                                 f"equal it or broadcast to it)")
