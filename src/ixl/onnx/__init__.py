@@ -1,0 +1,9 @@
+"""ixl.onnx: ONNX models as ixl graphs on a simulated Ascend chip (`IxlBackend`)."""
+
+from .backend import IxlBackend, IxlBackendRep
+from .convert import Converted, ValueSpec, convert
+from .node_cases import node_case_counts
+from .translate import UnsupportedOnnx, onnx_ops
+
+__all__ = ["IxlBackend", "IxlBackendRep", "Converted", "ValueSpec", "convert",
+           "node_case_counts", "UnsupportedOnnx", "onnx_ops"]

@@ -1,0 +1,77 @@
+"""`IxlBackend`: ONNX's backend interface over ixl. A model becomes an ixl graph that runs node
+by node on a simulated Ascend chip: native kernels where ported, the shim elsewhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx.backend.base import Backend, BackendRep, namedtupledict
+
+from ..hixl.dtypes import name_of
+from ..nixl import device
+from ..nixl.shim import host_copy
+from .convert import Converted, convert
+
+
+class IxlBackendRep(BackendRep):
+    """A converted model, ready to run on `chip`; each run uses a fresh device, so a leak shows
+    at its close, and keeps the run's GraphRecord in `last_graph`."""
+
+    def __init__(self, converted: Converted, chip: str = "910B1", debug: bool | None = None):
+        self.converted = converted
+        self.graph = converted.graph
+        self.chip = chip
+        self.debug = debug
+        self.last_graph = None
+
+    def feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        """Inputs by position (a list or one array) or by name (a dict), checked against the
+        model's declared dtypes."""
+        specs = self.converted.inputs
+        if isinstance(inputs, dict):
+            missing = [s.name for s in specs if s.name not in inputs]
+            if missing:
+                raise ValueError(f"model inputs not given: {', '.join(missing)}")
+            arrays = [inputs[s.name] for s in specs]
+        else:
+            arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            if len(arrays) != len(specs):
+                raise ValueError(f"the model takes {len(specs)} input(s) "
+                                 f"({', '.join(map(str, specs))}), got {len(arrays)}")
+        feeds = {}
+        for spec, array in zip(specs, arrays):
+            array = np.asarray(array)
+            if name_of(array.dtype) != spec.dtype:
+                raise ValueError(f"input {spec.name} is {array.dtype}, the model declares "
+                                 f"{spec.dtype}")
+            feeds[spec.name] = array
+        return feeds
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        feeds = self.feeds(inputs)
+        with device(self.chip, debug=self.debug) as dev:
+            outputs = dev.run_graph(self.graph, feeds)
+            self.last_graph = dev.last_graph
+            try:
+                values = [host_copy(outputs[name]) for name in self.graph.outputs]
+            finally:
+                for t in outputs.values():
+                    t.free()
+        return namedtupledict("Outputs", self.graph.outputs)(*values)
+
+
+class IxlBackend(Backend):
+    """ONNX backend over ixl. ONNX names host devices ("CPU", "CUDA"); ixl always runs on a
+    simulated Ascend chip, chosen with `chip=` (default 910B1), so it answers for "CPU" only."""
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", chip: str = "910B1",
+                debug: bool | None = None, **kwargs: Any) -> IxlBackendRep:
+        super().prepare(model, device, **kwargs)      # onnx.checker
+        return IxlBackendRep(convert(model), chip, debug)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device == "CPU"

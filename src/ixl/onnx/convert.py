@@ -1,0 +1,82 @@
+"""An ONNX model as an ixl graph: initializers become constants, nodes become ixl nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+from onnx import numpy_helper
+
+from ..hixl.dtypes import name_of
+from ..hixl.errors import DtypeError
+from ..nixl import Graph
+from .translate import UnsupportedOnnx, dtype_name, translate_node
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """A graph input or output as the model declares it (symbolic dims stay names)."""
+
+    name: str
+    dtype: str
+    shape: tuple
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+
+@dataclass
+class Converted:
+    graph: Graph
+    inputs: list[ValueSpec]
+    outputs: list[ValueSpec]
+    opset: int
+
+
+def _value_spec(value: onnx.ValueInfoProto, what: str) -> ValueSpec:
+    kind = value.type.WhichOneof("value")
+    if kind != "tensor_type":
+        raise UnsupportedOnnx(f"{what} {value.name!r} is of kind {kind}; ixl runs tensors only "
+                              f"(no sequences, maps or optionals)")
+    tensor = value.type.tensor_type
+    dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                 for d in tensor.shape.dim)
+    return ValueSpec(value.name, dtype_name(tensor.elem_type, f"{what} {value.name!r}"), dims)
+
+
+def _initializer(tensor: onnx.TensorProto):
+    array = numpy_helper.to_array(tensor)
+    try:
+        name_of(array.dtype)
+    except DtypeError:
+        raise UnsupportedOnnx(f"initializer {tensor.name!r} has dtype "
+                              f"{onnx.TensorProto.DataType.Name(tensor.data_type)}, which ixl "
+                              f"does not support") from None
+    return array
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return entry.version
+    raise UnsupportedOnnx("the model imports no default-domain opset")
+
+
+def convert(model: onnx.ModelProto) -> Converted:
+    """Translate every node; raises UnsupportedOnnx naming the first thing ixl cannot run."""
+    if model.functions:
+        raise UnsupportedOnnx(f"model-local functions ({model.functions[0].name}, ...) are not "
+                              f"supported")
+    g = model.graph
+    if g.sparse_initializer:
+        raise UnsupportedOnnx("sparse initializers are not supported")
+    opset = default_opset(model)
+    constants = {t.name: _initializer(t) for t in g.initializer}
+    inputs = [_value_spec(v, "graph input") for v in g.input if v.name not in constants]
+    outputs = [_value_spec(v, "graph output") for v in g.output]
+    graph = Graph(inputs=[v.name for v in inputs], outputs=[v.name for v in outputs],
+                  constants=constants)
+    for node in g.node:
+        translate_node(node, opset, graph)
+    graph.validate()
+    return Converted(graph, inputs, outputs, opset)
