@@ -95,7 +95,8 @@ def _infer_conv(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[Arg
 
 def _conv(x, w, b=None, **attrs):
     geo = conv_geometry(x.shape, w.shape, attrs)
-    (pt, pl, pb, pr), (sh, sw), (dh, dw), (oh, ow) = geo.pads, geo.strides, geo.dilations, geo.out_hw
+    (pt, pl, pb, pr), (sh, sw) = geo.pads, geo.strides
+    (dh, dw), (oh, ow) = geo.dilations, geo.out_hw
     n, g = x.shape[0], attrs["group"]
     m, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))

@@ -41,12 +41,14 @@ def shape_op(name: str, reference, infer, doc: str, inputs=("data",), samples=()
 # ---- Transpose, Flatten, Identity ----
 
 def _perm(rank: int, perm) -> tuple[int, ...]:
-    perm = tuple(range(rank))[::-1] if perm is None else tuple(int(p) for p in perm)
-    if sorted(p % rank if rank else p for p in perm) != list(range(rank)) or \
-            any(not -rank <= p < rank for p in perm):
+    """Output axis i is input axis perm[i]; default: the axes reversed."""
+    if perm is None:
+        return tuple(reversed(range(rank)))
+    perm = tuple(int(p) for p in perm)
+    if sorted(perm) != list(range(rank)):
         raise AttrError(f"Transpose: perm {list(perm)} is not a permutation of the "
                         f"{rank} axes (0..{rank - 1})")
-    return tuple(p % rank for p in perm)
+    return perm
 
 
 def _infer_transpose(schema, specs, attrs):
@@ -154,15 +156,17 @@ def slice_bounds(shape: tuple, starts, ends, axes, steps) -> list[slice]:
         if step == 0:
             raise AttrError(f"Slice: step of axis {axis} is 0 (steps must be non-zero)")
         dim = shape[axis]
-
-        def clamp(v, lo, hi):
-            return min(max(v + dim if v < 0 else v, lo), hi)
         if step > 0:
-            begin, stop = clamp(start, 0, dim), clamp(end, 0, dim)
+            begin, stop = _clamp(start, dim, 0, dim), _clamp(end, dim, 0, dim)
         else:
-            begin, stop = clamp(start, 0, dim - 1), clamp(end, -1, dim - 1)
+            begin, stop = _clamp(start, dim, 0, dim - 1), _clamp(end, dim, -1, dim - 1)
         out[axis] = slice(begin, None if stop < 0 else stop, step)
     return out
+
+
+def _clamp(index: int, dim: int, lo: int, hi: int) -> int:
+    """A negative index counts from the end; then clamped to [lo, hi]."""
+    return min(max(index + dim if index < 0 else index, lo), hi)
 
 
 def _sliced_shape(shape, bounds) -> tuple[int, ...]:
@@ -196,9 +200,7 @@ def _infer_concat(schema, specs, attrs):
 
 def _shape_range(rank: int, start: int, end) -> slice:
     """ONNX Shape's start/end: negative counts from the end, both clamped to [0, rank]."""
-    def clamp(v):
-        return min(max(v + rank if v < 0 else v, 0), rank)
-    return slice(clamp(start), rank if end is None else clamp(end))
+    return slice(_clamp(start, rank, 0, rank), rank if end is None else _clamp(end, rank, 0, rank))
 
 
 def _infer_shape(schema, specs, attrs):
@@ -274,9 +276,11 @@ shape_op("Transpose", lambda x, perm: np.transpose(x, _perm(x.ndim, perm)), _inf
                   SampleCase("NCHW to NHWC", ((2, 16, 7, 7),), {"perm": [0, 2, 3, 1]}),
                   SampleCase("a dim of size 0", ((0, 16),)),
                   SampleCase("large", ((1024, 2048),))])
-shape_op("Flatten", lambda x, axis: x.reshape(flatten_shape(x.shape, axis)), _infer_flatten, "y = x as 2-D: dims before axis times dims from axis on",
+shape_op("Flatten", lambda x, axis: x.reshape(flatten_shape(x.shape, axis)), _infer_flatten,
+         "y = x as 2-D: dims before axis times dims from axis on",
          attrs={"axis": Attr(int, 1, "first dim of the second output dim, in [-rank, rank]")},
-         samples=[SampleCase("one element", ((1,),)), SampleCase("NCHW to N x CHW", ((2, 3, 4, 5),)),
+         samples=[SampleCase("one element", ((1,),)),
+                  SampleCase("NCHW to N x CHW", ((2, 3, 4, 5),)),
                   SampleCase("axis 0", ((2, 3, 4),), {"axis": 0}),
                   SampleCase("axis = rank", ((2, 3),), {"axis": 2}),
                   SampleCase("a dim of size 0", ((0, 16, 3),))])
