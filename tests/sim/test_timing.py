@@ -9,7 +9,7 @@ import ixl
 from ixl.ascend import AICore, Mode, get_chip
 from ixl.ascend import lang as asc
 from ixl.ascend.gm import GlobalMemory, GlobalTensor
-from ixl.kernels.elementwise import make_kernel, plan
+from ixl.kernels.elementwise import Body, Step, make_kernel, plan
 from ixl.nixl import KernelEntry
 from ixl.nixl.registry import Registry
 from ixl.profile import chrome_trace, launch_metrics, summarize
@@ -46,15 +46,17 @@ def test_more_cores_faster_until_bandwidth_bound():
 
 def _heavy_device():
     """Relu's slot with a compute-heavy body, so moves and compute are comparable."""
-    def body(y, xs, n):
-        asc.exp(y, xs[0], n)
+    def body(a):
+        asc.exp(a.y, a.xs[0], a.n)
         for _ in range(5):
-            asc.exp(y, y, n)
+            asc.exp(a.y, a.y, a.n)
+    step = Step("Relu", Body(body), (0,))
     reg = Registry()
     reg._loaded = True
     reg.register(KernelEntry(
-        op="Relu", kernel=make_kernel("heavy_kernel", 1, body),
-        tiling=lambda ins, outs, attrs, chip, config: plan(1, outs[0], chip, config),
+        op="Relu", kernel=make_kernel("heavy_kernel", 1),
+        tiling=lambda ins, outs, attrs, chip, config: plan(list(ins), outs[0], chip, (step,),
+                                                           config),
         dtypes=("float16",), built_for_runtime="1.0"))
     return ixl.device("910B1", timing_only=True, registry=reg)
 

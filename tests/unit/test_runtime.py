@@ -35,11 +35,11 @@ def test_python_contract(dev):
 
 
 def test_shim_says_so(dev):
-    a = dev.tensor(np.ones((4, 8), np.float32))
-    b = dev.tensor(np.ones((8,), np.float32))
+    a = dev.tensor(np.ones((4, 8), np.int32))
+    b = dev.tensor(np.ones((8,), np.int32))
     out = dev.run("Add", a, b)
     assert (out.numpy() == 2).all()
-    assert dev.last_profile.path == "shim" and "broadcast" in dev.last_profile.reason
+    assert dev.last_profile.path == "shim" and "no int32 path" in dev.last_profile.reason
 
 
 def test_kernel_built_for_another_runtime_does_not_start():
@@ -83,9 +83,10 @@ def test_debug_log_prints_descs_addresses_and_tiling(monkeypatch, capsys):
 
 def test_tile_follows_the_chip_not_the_code():
     from ixl.ascend import get_chip
-    from ixl.kernels.elementwise import plan
+    from ixl.nixl import REGISTRY
     desc = TensorDesc.nd((1 << 20,), "float16")
-    t910 = plan(2, desc, get_chip("910B1")).tiling.tile
-    t310 = plan(2, desc, get_chip("310P3")).tiling.tile
+    tiling = REGISTRY.native("Add").tiling
+    t910 = tiling([desc, desc], [desc], {}, get_chip("910B1"), None).tiling.tile
+    t310 = tiling([desc, desc], [desc], {}, get_chip("310P3"), None).tiling.tile
     assert t910 == 196608 // (2 * 3 * 2) // 128 * 128
     assert t310 == 262144 // (2 * 3 * 2) // 128 * 128

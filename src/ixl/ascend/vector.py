@@ -301,6 +301,7 @@ CAST_PATHS: dict[tuple[np.dtype, np.dtype], frozenset] = {
     (BF16, I32): _ALL_ROUND,
     (I32, F32): _NONE | {RoundMode.CAST_RINT},
     (I16, F16): _NONE,
+    (np.dtype(np.uint8), F16): _NONE,
     (F16, I16): _ALL_ROUND,
 }
 

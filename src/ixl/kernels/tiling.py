@@ -10,16 +10,17 @@ from ..ascend.chips import ChipSpec
 
 
 def tile_elements(chip: ChipSpec, *, queued_bytes: int, buffer_num: int,
-                  scratch_bytes: int = 0, vector_itemsize: int) -> int:
+                  scratch_bytes: int = 0, vector_itemsize: int, reserved_bytes: int = 0) -> int:
     """Elements per tile so that every buffer fits in UB.
 
     `queued_bytes`: bytes per element summed over the queued tensors (each gets `buffer_num`
-    slots); `scratch_bytes`: bytes per element of single-buffered scratch (TBuf). The tile is a
-    whole number of vector repeats of the compute type, so full tiles never need a mask.
+    slots); `scratch_bytes`: bytes per element of single-buffered scratch (TBuf);
+    `reserved_bytes`: UB set aside first for fixed-size buffers. The tile is a whole number of
+    vector repeats of the compute type, so full tiles never need a mask.
     """
     per_element = queued_bytes * buffer_num + scratch_bytes
     lanes = chip.repeat_bytes // vector_itemsize
-    tile = chip.ub_bytes // per_element // lanes * lanes
+    tile = (chip.ub_bytes - reserved_bytes) // per_element // lanes * lanes
     if tile <= 0:
         raise ValueError(f"no tile fits: {per_element} bytes per element against "
                          f"{chip.ub_bytes} bytes of UB")
