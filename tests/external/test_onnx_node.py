@@ -6,16 +6,17 @@ function bodies included, plus PyTorch-converted Conv2d / Linear / Embedding / S
 `ixl.onnx.node_cases.node_cases()`. onnx is pinned to 1.22.0, which ships the cases as files
 (under a second to load; later versions build them in memory, about 10 s per process).
 
-Every case runs; none is skipped. The expected failures are all listed here, with the reason,
-and are strict: a case that starts passing fails the run until its entry is removed.
+Every case runs, in debug mode; none is skipped. The expected failures are all listed here,
+with the reason, and are strict: a case that starts passing fails the run until its entry is
+removed.
 """
 
 import re
 
 import pytest
 
-from ixl.onnx import IxlBackend
-from ixl.onnx.node_cases import backend_test_cases, count, node_case_counts, node_cases
+from ixl.onnx.node_cases import (backend_test_cases, count, debug_backend, node_case_counts,
+                                 node_cases)
 from ixl.onnx.translate import NOT_ONNX
 from ixl.hixl import all_ops
 
@@ -45,7 +46,7 @@ def _mark(case: str, fn):
     return fn if reason is None else pytest.mark.xfail(reason=reason, strict=True)(fn)
 
 
-globals().update(backend_test_cases(IxlBackend, __name__, _mark))
+globals().update(backend_test_cases(debug_backend(), __name__, _mark))
 
 
 def test_every_onnx_op_of_the_list_is_exercised():

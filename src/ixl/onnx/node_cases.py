@@ -75,11 +75,22 @@ def backend_test_cases(backend, module: str,
     return classes
 
 
-def run_cases() -> dict[str, bool]:
-    """Run every case through IxlBackend: case name -> passed."""
+def debug_backend():
+    """IxlBackend in debug mode (fresh buffers NaN-filled): a kernel that reads what it never
+    wrote fails its case instead of passing by luck."""
     from .backend import IxlBackend
+
+    class DebugIxlBackend(IxlBackend):
+        @classmethod
+        def prepare(cls, model, device="CPU", **kwargs):
+            return super().prepare(model, device, debug=True, **kwargs)
+    return DebugIxlBackend
+
+
+def run_cases() -> dict[str, bool]:
+    """Run every case through IxlBackend in debug mode: case name -> passed."""
     results = {}
-    for cls in backend_test_cases(IxlBackend, __name__).values():
+    for cls in backend_test_cases(debug_backend(), __name__).values():
         for name in [n for n in vars(cls) if n.startswith("test_")]:
             outcome = unittest.TestResult()
             cls(name).run(outcome)
