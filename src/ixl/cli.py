@@ -15,6 +15,7 @@ from . import versions
 from .ascend import CHIPS, ChipError, UnknownChipError
 from .hixl import ArgSpec, HixlError, all_ops, get_op
 from .nixl import REGISTRY, NixlError, device
+from .onnx.cli import add_parser as add_onnx_parser
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
 from .verify import CaseResult, run_case, verify_op_cases
 
@@ -221,6 +222,53 @@ def cmd_verify(args) -> int:
     return 1 if failed else 0
 
 
+# ---------------------------------------------------------------- tune
+
+def cmd_tune(args) -> int:
+    from .nixl import tuning_cache
+    from .profile.tune import Tuner
+    schema = get_op(args.op)
+    for name in args.then:
+        get_op(name)
+    shapes = [parse_shape(s) for s in args.shape]
+    if len(shapes) == 1 and len(schema.inputs) > 1:
+        shapes = shapes * len(schema.inputs)
+    attrs = dict(parse_attr(a) for a in args.attr)
+    specs = [ArgSpec(s, args.dtype) for s in shapes]
+    schema.check(specs, attrs)
+    if REGISTRY.native(args.op) is None:
+        raise ValueError(f"{args.op} has no native kernel to tune (it runs on the shim)")
+    from rich.progress import Progress
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("tuning", total=None)
+        tuner = Tuner(args.chip, args.op, specs, attrs, args.then,
+                      progress=lambda text: bar.update(task, description=text))
+        try:
+            rows, chosen = tuner.ladder()
+        finally:
+            tuner.close()
+    saved = None
+    if args.save:
+        saved = tuning_cache.store(args.chip, args.op, shapes, args.dtype, chosen.config)
+    if args.json:
+        _emit_json([r.to_json() for r in rows])
+        return 0
+    title = " then ".join([args.op, *args.then])
+    table = Table(title=f"{title} {args.dtype} {' , '.join(str(list(s)) for s in shapes)} "
+                        f"on the modeled {args.chip}")
+    for col in ("version", "time (us)", "AI Core utilisation", "move share of time", "config"):
+        table.add_column(col, justify="left" if col in ("version", "config") else "right")
+    for r in rows:
+        cfg = ", ".join(f"{k} {v}" for k, v in r.config.items())
+        table.add_row(r.variant, f"{r.time_us:.1f}", f"{r.ai_core_util:.0%}",
+                      f"{r.move_ratio:.0%}", cfg)
+    out.print(table)
+    out.print(f"chosen: {chosen.variant} ({', '.join(f'{k} {v}' for k, v in chosen.config.items())})")
+    if saved:
+        out.print(f"stored in {saved} for {args.op} (the tiling uses it when no config is given)")
+    return 0
+
+
 # ---------------------------------------------------------------- calibrate
 
 def cmd_calibrate(args) -> int:
@@ -321,6 +369,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_verify)
 
+    s = sub.add_parser("tune", help="sweep buffers, tile and cores; print the tuning ladder")
+    s.add_argument("op")
+    s.add_argument("--shape", action="append", required=True)
+    s.add_argument("--dtype", default="float16")
+    s.add_argument("--then", action="append", default=[], metavar="OP",
+                   help="a following elementwise op: adds the fused version to the ladder")
+    s.add_argument("--attr", action="append", default=[], metavar="NAME=VALUE")
+    s.add_argument("--chip", default="910B1")
+    s.add_argument("--save", action="store_true",
+                   help="store the chosen configuration in the tuning cache")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_tune)
+
     s = sub.add_parser("calibrate", help="the measured 910B1 workloads, modeled vs measured")
     s.add_argument("--chip", default="910B1", help="chip model to run them on (default 910B1)")
     s.add_argument("--json", action="store_true")
@@ -334,6 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("explain", help="the error quick reference: likely cause, where to look")
     s.add_argument("symptom", nargs="*", help="e.g. 'aicore memory out of bound'")
     s.set_defaults(func=cmd_explain)
+
+    add_onnx_parser(sub)
     return p
 
 

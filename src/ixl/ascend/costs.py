@@ -20,6 +20,8 @@ VECTOR_CLASS = {
     "reciprocal": "reciprocal", "rsqrt": "reciprocal",
     "cast": "cast",
     "whole_reduce_sum": "reduce", "whole_reduce_max": "reduce", "whole_reduce_min": "reduce",
+    # ReduceDataBlock (block_reduce_*): 128/7 per cycle in 16-bit, 64 in 32-bit [VECPERF].
+    "block_reduce_16": "reduce", "block_reduce_32": "simple",
 }
 
 
@@ -66,6 +68,11 @@ class CostTable:
     @property
     def burst_align_bytes(self) -> int:
         return self.raw["mte"]["burst_align_bytes"]
+
+    def host_copy_us(self, nbytes: int) -> float:
+        """One synchronous copy between host and device memory (the shim's round trips)."""
+        h = self.raw["host"]
+        return h["transfer_latency_us"] + nbytes / (h["link_gb_per_s"] * 1e3)
 
     def launch_us(self, cores: int) -> float:
         la = self.raw["launch"]

@@ -16,6 +16,7 @@ from .vector import (BinaryRepeatParams, CmpMode, brcb, RoundMode, UnaryRepeatPa
                      cast, compare, compare_scalar, div, duplicate, exp, ln, max, maxs, min,
                      mins, mul, muls, reciprocal, relu, rsqrt, select, sqrt, sub,
                      whole_reduce_max, whole_reduce_min, whole_reduce_sum)
+from .vector_reduce import block_reduce_max, block_reduce_min, block_reduce_sum
 
 __all__ = [
     "get_block_idx", "get_block_num", "DataCopyExtParams", "DataCopyPadExtParams",
@@ -24,4 +25,5 @@ __all__ = [
     "BinaryRepeatParams", "brcb", "CmpMode", "compare", "compare_scalar", "select", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",
     "duplicate", "exp", "ln", "max", "maxs", "min", "mins", "mul", "muls", "reciprocal", "relu",
     "rsqrt", "sqrt", "sub", "whole_reduce_max", "whole_reduce_min", "whole_reduce_sum",
+    "block_reduce_max", "block_reduce_min", "block_reduce_sum",
 ]

@@ -125,7 +125,8 @@ def compute_dtype(dtypes: list[str], steps: tuple[Step, ...]) -> str:
 
 def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...],
          config: dict | None = None, out_round: str = "CAST_RINT") -> LaunchPlan:
-    """Host tiling for a program of steps. `config` may set buffer_num, tile and block_dim."""
+    """Host tiling for a program of steps. `config` may set buffer_num, block_dim, and tile
+    (elements) or tile_div (a fraction of the largest tile that fits)."""
     config = config or {}
     buffer_num = int(config.get("buffer_num", DEFAULT_BUFFER_NUM))
     scalar_ids = _scalar_inputs(steps)
@@ -134,6 +135,11 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
                              i in scalar_ids) for i, d in enumerate(in_descs))
     streamed = [p for p in inputs if not p.scalar]
     rows = any(p.shape != out.shape for p in streamed)
+    queues = sum(1 for p in streamed if not (rows and p.constant))
+    if queues * buffer_num > chip.event_ids_per_position:
+        raise ValueError(f"{queues} input queues x {buffer_num} buffers need "
+                         f"{queues * buffer_num} event ids; VECIN has "
+                         f"{chip.event_ids_per_position} on {chip.name}")
     cdt = compute_dtype([p.dtype for p in inputs if p.dtype] + [out.dtype], steps)
     c_isz = to_numpy(cdt).itemsize
     queued = sum(to_numpy(p.dtype).itemsize for p in streamed
@@ -152,6 +158,8 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
         reserved += lanes * per_element + staged     # one repeat of slack per buffer
     tile = tile_elements(chip, queued_bytes=queued, buffer_num=buffer_num,
                          scratch_bytes=scratch, vector_itemsize=2, reserved_bytes=reserved)
+    if "tile_div" in config:
+        tile = max(lanes, tile // int(config["tile_div"]) // lanes * lanes)
     if "tile" in config:
         wanted = int(config["tile"])
         if wanted <= 0 or wanted > tile or wanted % lanes:

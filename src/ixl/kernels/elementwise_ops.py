@@ -11,7 +11,7 @@ import math
 
 from ..ascend import lang as asc
 from ..hixl import get_op
-from ..nixl import KernelEntry, TensorDesc, register_kernel
+from ..nixl import REGISTRY, KernelEntry, TensorDesc, register_kernel
 from . import BUILT_FOR_RUNTIME
 from .elementwise import Body, BodyArgs, Step, make_kernel, plan
 
@@ -246,3 +246,32 @@ def _tile_unit(op: str):
 
 for _op in BODIES:
     _register(_op)
+
+
+class _Fusion:
+    """Fused kernels for the fusion pass: a program of these bodies, cached by signature."""
+
+    def __init__(self):
+        self._cache: dict[str, KernelEntry] = {}
+
+    def can_fuse(self, op: str) -> bool:
+        return op in BODIES and op != "Cast"      # a fused chain keeps one dtype
+
+    def entry(self, steps: list, in_descs: list, out: TensorDesc) -> KernelEntry:
+        key = repr(([(op, args, sorted(attrs.items())) for op, args, attrs in steps],
+                    [(d.shape, d.dtype) for d in in_descs], out.shape, out.dtype))
+        if key not in self._cache:
+            program = tuple(Step(op, BODIES[op], tuple(args), tuple(sorted(attrs.items())))
+                            for op, args, attrs in steps)
+            name = "fused_" + "_".join(op.lower() for op, _, _ in steps) + "_kernel"
+            self._cache[key] = KernelEntry(
+                op="Fused[" + "+".join(op for op, _, _ in steps) + "]",
+                kernel=make_kernel(name, len(in_descs)),
+                tiling=lambda ins, outs, attrs, chip, config: plan(list(ins), outs[0], chip,
+                                                                   program, config),
+                dtypes=("bool",) + FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
+                arg_names=tuple(f"in{i}" for i in range(len(in_descs))) + ("y",))
+        return self._cache[key]
+
+
+REGISTRY.register_fusion(_Fusion())

@@ -41,3 +41,25 @@ def split_cores(total: int, chip: ChipSpec, itemsize: int, max_cores: int | None
     per_core = -(-total // cores)
     per_core = -(-per_core // align) * align
     return -(-total // per_core), per_core
+
+
+def split_units(units: int, chip: ChipSpec, max_cores: int | None = None) -> tuple[int, int]:
+    """(block_dim, units per core) for work that comes in indivisible units (rows, columns):
+    contiguous ranges, the last core taking the remainder; no units, no cores."""
+    if units <= 0:
+        return 0, 0
+    cores = min(max_cores or chip.aiv_cores, chip.aiv_cores)
+    per_core = -(-units // cores)
+    return -(-units // per_core), per_core
+
+
+def largest_fit(bytes_of, limit: int, upper: int) -> int:
+    """The largest n in [0, upper] with bytes_of(n) <= limit, for a bytes_of that grows with n."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bytes_of(mid) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -17,7 +17,7 @@ from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
 from .record import RunRecord
 from .registry import REGISTRY, Registry
-from .shim import host_copy, run_shim
+from .shim import run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
 
@@ -30,7 +30,7 @@ def _spec(schema, name: str, t: DeviceTensor) -> ArgSpec:
     """A host input (a shape, axes, k) is read back: the host sizes the outputs from it, as a
     dynamic-shape op's host tiling does."""
     if schema.declared(name) in schema.host_inputs:
-        return schema.spec_of(name, host_copy(t))
+        return schema.spec_of(name, t.numpy())
     return ArgSpec(t.shape, t.dtype)
 
 
@@ -120,11 +120,12 @@ class Device:
         self.stream.append(record)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def run_graph(self, graph: Graph, feeds: dict) -> dict:
-        """Run a graph node by node; `feeds` maps graph inputs to device tensors or arrays.
-        The launches are kept in `last_graph` (a GraphRecord)."""
+    def run_graph(self, graph: Graph, feeds: dict, fuse: bool = False) -> dict:
+        """Run a graph node by node (or, with `fuse`, chains of elementwise nodes as fused
+        kernels); `feeds` maps graph inputs to device tensors or arrays. The launches are kept
+        in `last_graph` (a GraphRecord)."""
         self._check_open()
-        outputs, self.last_graph = run_graph(self, graph, feeds)
+        outputs, self.last_graph = run_graph(self, graph, feeds, fuse)
         return outputs
 
     # ---- lifecycle ----

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hixl import ShapeMismatch, get_op
+from .fusion import find_chain, run_chain
 from .record import RunRecord
 
 
@@ -74,18 +75,32 @@ class GraphRecord:
         return sum(1 for r in self.runs if r.launch is not None)
 
 
-def run_graph(device, graph: Graph, feeds: dict) -> tuple[dict, GraphRecord]:
+def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
+              ) -> tuple[dict, GraphRecord]:
+    """Run `graph` node by node, or, with `fuse`, each chain of fusable elementwise nodes as
+    one fused kernel."""
     graph.validate()
     missing = [n for n in graph.inputs if n not in feeds]
     if missing:
         raise ShapeMismatch(f"graph inputs {', '.join(missing)} were not fed")
     last_use: dict[str, int] = {}
+    consumers: dict[str, int] = {}
     for i, node in enumerate(graph.nodes):
         for name in node.inputs:
             last_use[name] = i
+        for name in set(node.inputs):
+            consumers[name] = consumers.get(name, 0) + 1
     env: dict = {}
     owned: set[str] = set()           # tensors this run allocated (freed when dead)
     records: list[RunRecord] = []
+
+    def release_dead(read: set[str], upto: int) -> None:
+        for name in read:
+            if name and last_use.get(name, -1) <= upto and name not in graph.outputs \
+                    and name in owned:
+                env.pop(name).free()
+                owned.discard(name)
+
     try:
         for name, value in {**graph.constants, **feeds}.items():
             if hasattr(value, "desc"):
@@ -93,7 +108,20 @@ def run_graph(device, graph: Graph, feeds: dict) -> tuple[dict, GraphRecord]:
             else:
                 env[name] = device.tensor(np.asarray(value), name=name)
                 owned.add(name)
-        for i, node in enumerate(graph.nodes):
+        i = 0
+        while i < len(graph.nodes):
+            chain = find_chain(device, graph, i, env, consumers) if fuse else None
+            if chain is not None:
+                out, record = run_chain(device, chain, env)
+                device.last_profile = record
+                device.stream.append(record)
+                records.append(record)
+                env[chain.nodes[-1].outputs[0]] = out
+                owned.add(chain.nodes[-1].outputs[0])
+                i += len(chain.nodes)
+                release_dead(set(chain.inputs), i - 1)
+                continue
+            node = graph.nodes[i]
             args = [env[n] if n else None for n in node.inputs]
             result = device.run(node.op, *args, **node.attrs)
             results = result if isinstance(result, tuple) else (result,)
@@ -105,11 +133,8 @@ def run_graph(device, graph: Graph, feeds: dict) -> tuple[dict, GraphRecord]:
                     owned.add(name)
                 else:               # an optional output nobody asked for
                     t.free()
-            for name in set(node.inputs):
-                if name and last_use.get(name) == i and name not in graph.outputs \
-                        and name in owned:
-                    env.pop(name).free()
-                    owned.discard(name)
+            release_dead(set(node.inputs), i)
+            i += 1
     except BaseException:
         for name in owned:
             if name in env:

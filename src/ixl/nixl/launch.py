@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ascend import Mode
 from ..ascend.gm import GlobalTensor
-from . import log
+from . import log, tuning_cache
 from .context import KernelContext
 from .errors import KernelStartFailed
 from .record import RunRecord
@@ -25,11 +25,14 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
         if not t.alive or t.device is not device:
             raise KernelStartFailed(f"kernel start failed: {t.name} is not a live buffer "
                                     f"of this device")
+    if config is None:      # a configuration `ixl tune` chose for this case, if any
+        config = tuning_cache.lookup(chip.name, entry.op, [t and t.shape for t in inputs],
+                                     present[0].dtype if present else None)
     plan = entry.tiling([t and t.desc for t in inputs], [t.desc for t in outputs], attrs,
                         chip, config)
     record = RunRecord(entry.op, chip.name, "native", [t and t.shape for t in inputs],
                        present[0].dtype if present else None, kernel=name,
-                       block_dim=plan.block_dim, tiling=plan.tiling, attrs=attrs)
+                       block_dim=plan.block_dim, tiling=plan.tiling, config=config, attrs=attrs)
     if plan.block_dim == 0:     # nothing to compute: the host skips the launch
         return record
     if not 1 <= plan.block_dim <= chip.max_block_dim:
@@ -41,7 +44,7 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     try:
         ws = (GlobalTensor(gm, workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
                            "workspace") if workspace else None)
-        names = [*entry.schema.inputs, *entry.schema.outputs]
+        names = entry.arg_names or [*entry.schema.inputs, *entry.schema.outputs]
         tensors = [t and GlobalTensor(gm, t.addr, t.desc.np_dtype, t.desc.storage_size, n)
                    for t, n in zip((*inputs, *outputs), names)]
         log.launch(entry.op, name, chip.name,

@@ -21,8 +21,11 @@ class RunRecord:
     tiling: Any = None
     launch: LaunchRecord | None = None
     attrs: dict = field(default_factory=dict)
+    config: dict | None = None    # tuning configuration the tiling used (None: defaults)
+    host_us: float = 0.0          # the shim's host round trips
 
     @property
     def time_us(self) -> float:
-        """Modeled time on the chip (0 when no kernel had to run)."""
-        return self.launch.time_us if self.launch is not None else 0.0
+        """Modeled time: the launch on the chip, or the shim's round trips (0 when nothing
+        had to run)."""
+        return self.launch.time_us if self.launch is not None else self.host_us

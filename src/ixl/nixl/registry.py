@@ -8,7 +8,7 @@ the shim when there is no kernel or the kernel declines a case; the reason is ke
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..hixl import OpSchema, get_op
 from .tensor_desc import TensorDesc
@@ -34,6 +34,7 @@ class KernelEntry:
     desc_fn: Callable[..., list[TensorDesc]] | None = None   # storage layout of outputs
     tile_unit: Callable[..., int] | None = None             # elements per tile (for verify)
     tuning_space: dict = field(default_factory=dict)
+    arg_names: tuple[str, ...] | None = None   # GM tensor names (default: the schema's)
 
     @property
     def schema(self) -> OpSchema:
@@ -47,10 +48,27 @@ class KernelEntry:
         return self.declines(in_descs, attrs)
 
 
+class FusionProvider(Protocol):
+    """What the kernel library offers the fusion pass (nixl never imports kernels)."""
+
+    def can_fuse(self, op: str) -> bool: ...
+
+    def entry(self, steps: list, in_descs: list[TensorDesc], out: TensorDesc) -> KernelEntry: ...
+
+
 class Registry:
     def __init__(self):
         self._kernels: dict[str, KernelEntry] = {}
         self._loaded = False
+        self._fusion: FusionProvider | None = None
+
+    @property
+    def fusion(self) -> FusionProvider | None:
+        self._load()
+        return self._fusion
+
+    def register_fusion(self, provider: FusionProvider) -> None:
+        self._fusion = provider
 
     def register(self, entry: KernelEntry) -> KernelEntry:
         get_op(entry.op)   # the op must exist in HIXL

@@ -39,8 +39,8 @@ class DeviceTensor:
         """Copy to the host: the logical tensor, padding dropped."""
         stored = self.storage()
         if self.desc.is_padded:
-            stored = stored[tuple(slice(0, d) for d in self.desc.shape)]
-        return np.ascontiguousarray(stored)
+            return stored[tuple(slice(0, d) for d in self.desc.shape)].copy()
+        return stored
 
     def free(self) -> None:
         if self.alive:

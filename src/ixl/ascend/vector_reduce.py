@@ -1,0 +1,55 @@
+"""Block reductions on the V pipe: one result per 32-byte block (Ascend C's BlockReduceSum /
+BlockReduceMax / BlockReduceMin, renamed ReduceDataBlock).
+
+A row that is a whole number of repeats shrinks by the block size per instruction, at the
+throughput [VECPERF] gives ReduceDataBlock (the simple-op rate in 32-bit, the whole-repeat
+reduce rate in 16-bit), which is what makes long float32 rows cheap to reduce. Same rules as
+vector.py: mask and repeat as for any vector instruction; masked-off lanes take no part; a block
+with no active lane leaves its result untouched ([U]: the documentation does not say);
+dst_rep_stride counts one repeat's results (8 elements), as in Ascend C.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .pipe import LocalTensor
+from .timeline import Pipe
+from .vector import _FLOAT, _check_dtype, _check_extent, _lane_mask, _mask_key, _strided
+
+# The cost-table row of ReduceDataBlock by operand width (see VECTOR_CLASS in costs.py).
+_COST_KEY = {2: "block_reduce_16", 4: "block_reduce_32"}
+
+
+def _block_reduce(op: str, fn, identity: float):
+    def instr(dst: LocalTensor, src: LocalTensor, mask, repeat_times: int,
+              dst_rep_stride: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8) -> None:
+        _check_dtype(op, dst, _FLOAT)
+        _check_dtype(op, src, _FLOAT)
+        core = dst.core
+        idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask,
+                              repeat_times)
+        if idx is not None:
+            blk = core.chip.block_elems(src.itemsize)
+            blocks = lanes // blk
+            on = _lane_mask(_mask_key(mask), lanes)
+            written = on.reshape(blocks, blk).any(axis=1)
+            out = (np.arange(repeat_times)[:, None] * (dst_rep_stride * blocks)
+                   + np.arange(blocks)[None, :])[:, written]
+            _check_extent(op, dst, int(out.max()) + 1, "dst")
+            if not core.mode.timing_only:
+                vals = np.full((repeat_times, lanes), identity, np.float32)
+                vals[:, on] = src.view()[idx[0]]
+                res = fn(vals.reshape(repeat_times, blocks, blk), axis=2)
+                dst.view()[out] = res[:, written]
+        cost_key = _COST_KEY[src.itemsize]
+        core.issue(Pipe.V, op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes))
+    instr.__name__ = op
+    instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
+                     f"src_rep_stride): one result per 32-byte block, 8 per repeat")
+    return instr
+
+
+block_reduce_sum = _block_reduce("block_reduce_sum", np.sum, 0.0)
+block_reduce_max = _block_reduce("block_reduce_max", np.max, -np.inf)
+block_reduce_min = _block_reduce("block_reduce_min", np.min, np.inf)

@@ -1,0 +1,272 @@
+"""Host tiling for the ops that reduce along axes: reductions, Softmax and the normalisations.
+
+The tensor is seen as groups of dims, each kept or reduced (size-1 dims dropped, neighbours of
+one kind merged). The innermost reduced group is the axis the kernel reduces in UB; the groups
+outside it are kept (they index independent units, which the cores split: no core ever needs
+another's partial result) or reduced (their combinations become more segments, merged into the
+same statistics).
+
+Two layouts:
+- row: the reduced axis is innermost, so a unit is one contiguous row; a tile holds `rows` rows
+  at a pitch the block reductions can take, the pad lanes holding the reduction's identity;
+- column: kept elements follow the reduced axis (`inner`), so a unit is `width` contiguous
+  columns; a tile holds `rows` of its rows, combined row against row with plain vector ops.
+A unit whose reduced extent fits in UB is resident (every pass works in UB); a longer one
+streams segments: a first pass merges per-segment statistics, a second writes the outputs.
+Every size here comes from the chip spec: UB bytes, vector width, block size, repeat limits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ascend.chips import ChipSpec
+from ..hixl.dtypes import to_numpy
+from ..nixl import LaunchPlan, TensorDesc
+from .tiling import largest_fit, split_units
+
+DEFAULT_BUFFER_NUM = 2
+
+
+@dataclass(frozen=True)
+class AxisTiling:
+    dtype: str               # storage dtype
+    compute_dtype: str       # float32 for halves: statistics accumulate in float32 (R8, R13)
+    layout: str              # "row" or "column"
+    length: int              # elements along the reduced axis (0: an empty reduction)
+    inner: int               # kept elements after the reduced axis (1 in the row layout)
+    kept: tuple              # (size, stride) of the kept outer groups, outermost first
+    folded: tuple            # (size, stride) of the reduced outer groups
+    width: int               # columns per unit (column layout; 1 in the row layout)
+    units: int               # rows (row layout) or column chunks (column layout)
+    per_core: int            # units per core, a contiguous range
+    rows: int                # tile rows
+    segment: int             # row layout: elements of the reduced axis per tile
+    pitch: int               # UB elements per tile row (the widest tile)
+    resident: bool           # the whole reduced extent of a unit sits in one tile
+    buffer_num: int          # slots per queue
+    tile: int                # elements per tile (rows * pitch)
+    epsilon: float = 0.0
+    params: int = 0          # parameter vectors present (scale, bias)
+    param_repeat: int = 1    # copies of the parameters that make up one normalised row
+
+
+@dataclass(frozen=True)
+class UbPlan:
+    """Bytes of every UB buffer (queues: per slot); the kernel allocates exactly these."""
+
+    in_slot: int
+    out_slot: int
+    stat_slot: int
+    work: int
+    aux: int
+    red: tuple
+    stats: int
+    bc: int
+    params: int
+    cap: int                 # elements per statistics slot
+    slots: int
+    total: int
+
+
+def _ceil(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def block_quantum(chip: ChipSpec, itemsize: int) -> int:
+    """Row lengths a block reduction takes whole: full repeats whose results again start on
+    block boundaries."""
+    blk = chip.block_elems(itemsize)
+    return math.lcm(chip.lanes(itemsize), blk * blk)
+
+
+def reduce_steps(pitch: int, chip: ChipSpec, itemsize: int) -> tuple[int, bool, bool]:
+    """How rows of `pitch` elements reduce: (block reductions, then a fold of repeats into one
+    repeat, whether that works): the last step is always one whole-repeat reduction per row."""
+    lanes, blk = chip.lanes(itemsize), chip.block_elems(itemsize)
+    quantum = block_quantum(chip, itemsize)
+    v, steps = pitch, 0
+    while v > lanes and v % quantum == 0:
+        v //= blk
+        steps += 1
+    fold = v > lanes
+    return steps, fold, not fold or v // blk <= chip.max_repeat   # strides are u8 fields
+
+
+def row_pitch(count: int, chip: ChipSpec, s_isz: int, c_isz: int) -> int:
+    """The UB pitch of a row of `count` elements: block-aligned for both dtypes, padded further
+    only when the reduction steps need it."""
+    step = max(chip.block_elems(s_isz), chip.block_elems(c_isz))
+    quantum = block_quantum(chip, c_isz)
+    while True:
+        pitch = _ceil(max(count, 1), step)
+        if reduce_steps(pitch, chip, c_isz)[2]:
+            return pitch
+        step = math.lcm(step, quantum) if step % quantum else step * chip.block_elems(c_isz)
+
+
+def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
+            params: int, streaming: bool, chip: ChipSpec) -> UbPlan:
+    elems = rows * pitch
+    blk, lanes = chip.block_elems(c_isz), chip.lanes(c_isz)
+    per_rep = chip.repeat_bytes // chip.block_bytes
+    nstat = rows if layout == "row" else pitch
+    cap = _ceil(nstat, max(blk, per_rep))          # brcb reads whole groups of 8
+    slots = 2 * op.stats + 1 if streaming else op.stats
+    row = layout == "row"
+    red = (rows * max(-(-pitch // blk), lanes) * c_isz,
+           rows * max(-(-pitch // (blk * blk)), lanes) * c_isz) if row else (0, 0)
+    sizes = dict(
+        in_slot=elems * s_isz, out_slot=elems * s_isz if op.has_y else 0,
+        stat_slot=len(op.stat_outputs) * cap * max(c_isz, 4),
+        work=elems * c_isz if c_isz != s_isz else 0,
+        aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
+        stats=slots * cap * c_isz, bc=_ceil(rows, per_rep) * blk * c_isz if row else 0,
+        params=params * pitch * c_isz)
+    a = chip.block_bytes
+    queued = _ceil(sizes["in_slot"], a) + _ceil(sizes["out_slot"], a) + _ceil(sizes["stat_slot"], a)
+    single = sum(_ceil(sizes[k], a) for k in ("work", "aux", "stats", "bc", "params"))
+    total = queued * buffer_num + single + sum(_ceil(r, a) for r in red)
+    return UbPlan(**sizes, cap=cap, slots=slots, total=total)
+
+
+@dataclass(frozen=True)
+class _Axes:
+    layout: str
+    length: int
+    inner: int
+    kept: tuple
+    folded: tuple
+
+
+def _analyse(shape: tuple, axes: frozenset) -> _Axes:
+    """Kept and reduced groups of `shape` (size-1 dims dropped, neighbours merged)."""
+    kept_size = math.prod(d for i, d in enumerate(shape) if i not in axes)
+    if any(shape[i] == 0 for i in axes):            # an empty reduction: every unit is one value
+        return _Axes("row", 0, 1, ((kept_size, 0),), ())
+    groups: list[list] = []
+    for i, d in enumerate(shape):
+        if d == 1:
+            continue
+        if groups and groups[-1][1] == (i in axes):
+            groups[-1][0] *= d
+        else:
+            groups.append([d, i in axes])
+    reduced = [i for i, (_, red) in enumerate(groups) if red]
+    if not reduced:                                  # nothing left to reduce: one row per column
+        return _Axes("column", 1, math.prod(shape), (), ())
+    g = reduced[-1]
+    strides = [math.prod(s for s, _ in groups[i + 1:]) for i in range(len(groups))]
+    inner = strides[g]
+    kept = tuple((groups[i][0], strides[i]) for i in range(g) if not groups[i][1])
+    folded = tuple((groups[i][0], strides[i]) for i in range(g) if groups[i][1])
+    return _Axes("row" if inner == 1 else "column", groups[g][0], inner, kept, folded)
+
+
+def compute_dtype(dtype: str, config: dict) -> str:
+    """float32 for every dtype, unless the tuner asks for float16 accumulation (the R13
+    demonstration of why not)."""
+    if config.get("accumulate") == "float16" and dtype == "float16":
+        return "float16"
+    return "float32"
+
+
+def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: dict | None = None, *,
+         epsilon: float = 0.0, params: int = 0, param_repeat: int = 1) -> LaunchPlan:
+    """Host tiling: layout, units over cores, tile rows and pitch from the UB budget."""
+    config = config or {}
+    buffer_num = int(config.get("buffer_num", DEFAULT_BUFFER_NUM))
+    cdt = compute_dtype(x.dtype, config)
+    s_isz, c_isz = x.itemsize, to_numpy(cdt).itemsize
+    a = _analyse(x.shape, frozenset(axes))
+    outer = math.prod(s for s, _ in a.kept)
+    if a.length == 0 and not op.stat_outputs:
+        outer = 0                                    # only empty outputs: nothing to launch
+
+    def budget(layout, rows, pitch, streaming):
+        return ub_plan(op, layout, rows, pitch, s_isz, c_isz, buffer_num, params, streaming,
+                       chip).total
+
+    if a.layout == "row":
+        block_dim, per_core = split_units(outer, chip, config.get("block_dim"))
+        geo = _row_geometry(a, per_core, budget, chip, s_isz, c_isz)
+        width, units = 1, outer
+    else:
+        width = _column_width(a, outer, budget, chip, s_isz, c_isz)
+        units = outer * -(-a.inner // width)
+        block_dim, per_core = split_units(units, chip, config.get("block_dim"))
+        geo = _column_geometry(a, width, budget, chip, s_isz, c_isz)
+    rows, segment, pitch, resident = geo
+    tiling = AxisTiling(x.dtype, cdt, a.layout, a.length, a.inner, a.kept, a.folded, width,
+                        units, per_core, rows, segment, pitch, resident, buffer_num,
+                        rows * pitch, float(epsilon), params, param_repeat)
+    return LaunchPlan(block_dim, tiling, _workspace(tiling, block_dim, s_isz, chip))
+
+
+def _row_geometry(a: _Axes, per_core: int, budget, chip, s_isz, c_isz):
+    """(rows, segment, pitch, resident) for rows: as many whole rows as fit, else the longest
+    segment that fits."""
+    ub = chip.ub_bytes
+    if not a.folded:
+        pitch = row_pitch(a.length, chip, s_isz, c_isz)
+        upper = max(1, min(per_core, chip.max_copy_blocks))
+        rows = largest_fit(lambda r: budget("row", r, pitch, False), ub, upper)
+        if rows:
+            tiles = -(-max(per_core, 1) // rows)
+            return -(-max(per_core, 1) // tiles), a.length, pitch, True
+    quantum = math.lcm(block_quantum(chip, c_isz), chip.block_elems(s_isz))
+    most = quantum * largest_fit(lambda n: budget("row", 1, n * quantum, True), ub,
+                                 ub // (quantum * s_isz))
+    if most == 0:
+        raise ValueError(f"no segment of {quantum} elements fits in {ub} bytes of UB")
+    if a.length <= most:
+        pitch = row_pitch(a.length, chip, s_isz, c_isz)
+        if budget("row", 1, pitch, True) <= ub:
+            return 1, a.length, pitch, False
+    seg = most
+    while True:
+        rest = a.length % seg
+        pitch = max(seg, row_pitch(rest, chip, s_isz, c_isz) if rest else seg)
+        if row_pitch(seg, chip, s_isz, c_isz) == seg and budget("row", 1, pitch, True) <= ub:
+            return 1, seg, pitch, False
+        seg -= quantum
+
+
+def _column_width(a: _Axes, outer: int, budget, chip, s_isz, c_isz) -> int:
+    """Columns per unit: enough units for every core, as wide as UB allows."""
+    step = max(chip.block_elems(s_isz), chip.block_elems(c_isz))
+    chunks = -(-chip.aiv_cores // max(outer, 1))
+    width = min(a.inner, _ceil(-(-a.inner // chunks), step))
+    if not a.folded and a.length <= chip.max_copy_blocks:
+        fit = step * largest_fit(lambda n: budget("column", a.length, n * step, False),
+                                 chip.ub_bytes, _ceil(a.inner, step) // step)
+        if fit:
+            return min(width, fit)
+    while width > step and budget("column", 1, _ceil(width, step), True) > chip.ub_bytes:
+        width = _ceil(width // 2, step)
+    return width
+
+
+def _column_geometry(a: _Axes, width: int, budget, chip, s_isz, c_isz):
+    step = max(chip.block_elems(s_isz), chip.block_elems(c_isz))
+    pitch = _ceil(width, step)
+    if not a.folded and a.length <= chip.max_copy_blocks \
+            and budget("column", a.length, pitch, False) <= chip.ub_bytes:
+        return a.length, a.length, pitch, True
+    rows = largest_fit(lambda r: budget("column", r, pitch, True), chip.ub_bytes,
+                       min(a.length, chip.max_copy_blocks))
+    return rows, a.length, pitch, False
+
+
+def _workspace(t: AxisTiling, block_dim: int, s_isz: int, chip) -> int:
+    """GM scratch for parameters that broadcast over the normalised row: each core writes the
+    expanded copy it reads back."""
+    if t.param_repeat == 1:
+        return 0
+    return block_dim * t.params * _ceil(t.length * s_isz, chip.gm_alloc_align)
+
+
+def param_region(t: AxisTiling, block_idx: int, index: int, s_isz: int, chip) -> int:
+    """Byte offset of one core's expanded parameter `index` in the workspace."""
+    return (block_idx * t.params + index) * _ceil(t.length * s_isz, chip.gm_alloc_align)

@@ -1,0 +1,126 @@
+"""Tuning (R10): sweep buffer count, tile size and block count on the modeled chip, and lay
+out the ladder the design document records: single buffer, double buffer, 4-slot pipeline,
+the best configuration found, and (with a following op) the fused kernel.
+
+A row that covers several launches reports their total time; its AI Core utilisation and move
+share are the launches' values weighted by their time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hixl import ArgSpec
+from ..nixl import Device, Graph
+from ..nixl.fusion import find_chain, run_chain
+from .metrics import launch_metrics
+
+BUFFERS = (1, 2, 4, 8)
+TILE_FRACTIONS = (1, 2, 4)
+CORE_FRACTIONS = (1, 2)
+
+
+@dataclass(frozen=True)
+class Variant:
+    variant: str
+    time_us: float
+    ai_core_util: float
+    move_ratio: float
+    config: dict
+
+    def to_json(self) -> dict:
+        return {"variant": self.variant, "time_us": round(self.time_us, 3),
+                "ai_core_util": round(self.ai_core_util, 4),
+                "move_ratio": round(self.move_ratio, 4), "config": self.config}
+
+
+def _combine(name: str, records, config: dict) -> Variant:
+    total = sum(r.time_us for r in records)
+    util = move = 0.0
+    for r in records:
+        if r.launch is not None:
+            m = launch_metrics(r.launch).values
+            util += m["ai_core_util"] * r.time_us
+            move += m["move_ratio"] * r.time_us
+    return Variant(name, total, util / total if total else 0.0, move / total if total else 0.0,
+                   config)
+
+
+class Tuner:
+    """Runs `op` (then `then`, if given) on empty tensors of a timing-only device."""
+
+    def __init__(self, chip: str, op: str, specs: list[ArgSpec], attrs: dict | None = None,
+                 then: list[str] | None = None, progress=None):
+        self.progress = progress or (lambda text: None)
+        self.dev = Device(chip, timing_only=True)
+        self.op, self.specs, self.attrs = op, specs, attrs or {}
+        self.graph = Graph(inputs=[f"x{i}" for i in range(len(specs))], outputs=["out"])
+        ops = [op, *(then or [])]
+        value = None
+        for k, name in enumerate(ops):
+            args = [f"x{i}" for i in range(len(specs))] if k == 0 else [value]
+            value = self.graph.add(name, *args, outputs=("out",) if k == len(ops) - 1 else None,
+                                   **(self.attrs if k == 0 else {}))
+        self.feeds = {f"x{i}": self.dev.empty(s.shape, s.dtype, f"x{i}")
+                      for i, s in enumerate(specs)}
+
+    def unfused(self, name: str, config: dict) -> Variant:
+        records = []
+        env = dict(self.feeds)
+        for node in self.graph.nodes:
+            out = self.dev.run(node.op, *(env[n] for n in node.inputs), config=config,
+                               **node.attrs)
+            records.append(self.dev.last_profile)
+            env[node.outputs[0]] = out
+        for node in self.graph.nodes:
+            env[node.outputs[0]].free()
+        return _combine(name, records, config)
+
+    def fused(self, config: dict) -> Variant | None:
+        consumers = {}
+        for node in self.graph.nodes:
+            for n in set(node.inputs):
+                consumers[n] = consumers.get(n, 0) + 1
+        chain = find_chain(self.dev, self.graph, 0, self.feeds, consumers)
+        if chain is None or len(chain.nodes) != len(self.graph.nodes):
+            return None
+        out, record = run_chain(self.dev, chain, self.feeds, config)
+        out.free()
+        return _combine("fused", [record], config)
+
+    def sweep(self, run) -> Variant | None:
+        """The fastest configuration over buffer counts, tile sizes and block counts."""
+        cores = self.dev.chip.aiv_cores
+        best = None
+        for buffers in BUFFERS:
+            for div in TILE_FRACTIONS:
+                for cf in CORE_FRACTIONS:
+                    cfg = {"buffer_num": buffers, "tile_div": div, "block_dim": cores // cf}
+                    self.progress(f"{run.__name__} {cfg}")
+                    try:
+                        v = run(cfg)
+                    except ValueError:         # no tile fits this many buffers
+                        continue
+                    if v is not None and (best is None or v.time_us < best.time_us):
+                        best = v
+        return best
+
+    def ladder(self) -> tuple[list[Variant], Variant]:
+        rows = [self.unfused("single buffer", {"buffer_num": 1}),
+                self.unfused("double buffer", {"buffer_num": 2}),
+                self.unfused("4-slot pipeline", {"buffer_num": 4})]
+        best = self.sweep(lambda cfg: self.unfused("tuned", cfg))
+        if best is not None:
+            rows.append(best)
+        chosen = best or min(rows, key=lambda v: v.time_us)
+        if len(self.graph.nodes) > 1:
+            fused = self.sweep(self.fused)
+            if fused is not None:
+                rows.append(fused)
+                chosen = min(chosen, fused, key=lambda v: v.time_us)
+        return rows, chosen
+
+    def close(self) -> None:
+        for t in self.feeds.values():
+            t.free()
+        self.dev.close()
