@@ -113,6 +113,7 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
             chain = find_chain(device, graph, i, env, consumers) if fuse else None
             if chain is not None:
                 out, record = run_chain(device, chain, env)
+                record.nodes = [n.name for n in chain.nodes]
                 device.last_profile = record
                 device.stream.append(record)
                 records.append(record)
@@ -125,6 +126,7 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
             args = [env[n] if n else None for n in node.inputs]
             result = device.run(node.op, *args, **node.attrs)
             results = result if isinstance(result, tuple) else (result,)
+            device.last_profile.nodes = [node.name]
             records.append(device.last_profile)
             for k, t in enumerate(results):
                 name = node.outputs[k] if k < len(node.outputs) else ""

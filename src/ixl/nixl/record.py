@@ -23,6 +23,7 @@ class RunRecord:
     attrs: dict = field(default_factory=dict)
     config: dict | None = None    # tuning configuration the tiling used (None: defaults)
     host_us: float = 0.0          # the shim's host round trips
+    nodes: list[str] = field(default_factory=list)   # graph nodes this run covered
 
     @property
     def time_us(self) -> float:
