@@ -1,3 +1,5 @@
+import os
+import tempfile
 import numpy as np
 import pytest
 
@@ -28,3 +30,7 @@ def device_with_kernel(kernel, *, op="Add", block_dim=1, tiling=None, built_for=
 def random_pair(shape, dtype=np.float16, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype))
+
+
+# Tests never read or write the user's tuning cache.
+os.environ["IXL_TUNING_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="ixl-tests-"), "tuning.json")

@@ -172,9 +172,13 @@ binary("Maximum", np.maximum, "y = max(a, b), broadcasting (ONNX Max of two inpu
        constraints=NUMERIC_TYPES)
 binary("Minimum", np.minimum, "y = min(a, b), broadcasting (ONNX Min of two inputs)",
        constraints=NUMERIC_TYPES)
+POW_SCALAR_CASES = [SampleCase(f"scalar exponent {p}", ((6, 37), ()), values={"b": p})
+                    for p in (2.0, 3.0, 0.5, -1.0, -1.5, 0.0)] + [
+    SampleCase("scalar exponent 2.5, tile + 1", (TileMultiple(1, plus=1), ()), values={"b": 2.5})]
 binary("Pow", _pow, "y = a ** b, broadcasting; the exponent may have its own dtype",
        type_of={"b": "T1"}, constraints={"T": NUMERIC, "T1": NUMERIC},
-       make_inputs=_pow_inputs)
+       make_inputs=_pow_inputs,
+       samples=boundary_cases(2) + BROADCAST_CASES + POW_SCALAR_CASES)
 
 # ---- unary maps ----
 unary("Relu", lambda x: np.maximum(x, 0), "y = max(x, 0)", constraints=NUMERIC_TYPES)
