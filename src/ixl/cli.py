@@ -7,6 +7,8 @@ import json
 import re
 import sys
 
+import numpy as np
+
 from rich.console import Console
 from rich.table import Table
 
@@ -53,6 +55,8 @@ def _emit_json(obj) -> None:
 # ---------------------------------------------------------------- list
 
 def cmd_list(args) -> int:
+    from .onnx import node_case_counts
+    counts = node_case_counts()
     rows = []
     for name, schema in all_ops().items():
         entry = REGISTRY.native(name)
@@ -63,17 +67,19 @@ def cmd_list(args) -> int:
             "native_dtypes": list(entry.dtypes) if entry else [],
             "kernel": getattr(entry.kernel, "__name__", None) if entry else None,
             "inputs": list(schema.inputs), "attrs": list(schema.attrs),
+            "onnx_node_cases": counts.get(name),
         })
     if args.json:
         _emit_json(rows)
         return 0
     table = Table(title=f"ixl ops ({len(rows)})")
-    for col in ("op", "tier", "family", "path", "dtypes", "kernel"):
+    for col in ("op", "tier", "family", "path", "dtypes", "ONNX node cases"):
         table.add_column(col)
     for r in rows:
         path = "[green]native[/]" if r["path"] == "native" else "[yellow]shim[/]"
+        cases = r["onnx_node_cases"]
         table.add_row(r["op"], r["tier"], r["family"], path, ", ".join(r["dtypes"]),
-                      r["kernel"] or "-")
+                      f"{cases['passed']}/{cases['total']}" if cases else "-")
     out.print(table)
     return 0
 
@@ -99,6 +105,9 @@ def _describe(res: CaseResult) -> list[str]:
                      f"(launch {rec.launch.launch_us:.2f} us + cores {rec.launch.core_us:.2f} us)")
     elif res.path == "native":
         lines.append("  modeled time: 0 us (empty tensor: no launch)")
+    else:
+        lines.append(f"  modeled time: {rec.time_us:.2f} us on {res.chip} (host round trips "
+                     f"of the shim, nothing overlapped)")
     return lines
 
 
@@ -136,14 +145,30 @@ def _profile_outputs(args, rec) -> dict:
     return extra
 
 
-def cmd_run(args) -> int:
+def _call(args):
+    """The op, its input shapes, attributes and specs from the command line: one --shape per
+    input (or one for all), each input in the dtype the op gives it for --dtype (indices stay
+    integers), --value NAME=JSON for inputs whose contents decide the output shape."""
     schema = get_op(args.op)
     shapes = [parse_shape(s) for s in args.shape]
     if len(shapes) == 1 and len(schema.inputs) > 1:
         shapes = shapes * len(schema.inputs)
+    values = dict(parse_attr(v) for v in getattr(args, "value", []))
+    names = schema.input_names(len(shapes))
+    unknown = set(values) - set(names)
+    if unknown:
+        raise ValueError(f"--value for {', '.join(sorted(unknown))}: {schema.name}'s inputs "
+                         f"are {', '.join(names)}")
+    specs = [ArgSpec(s, d, None if n not in values else
+                     tuple(np.asarray(values[n]).reshape(-1).tolist()))
+             for s, d, n in zip(shapes, schema.input_dtypes(args.dtype, len(shapes)), names)]
     attrs = dict(parse_attr(a) for a in args.attr)
-    specs = [ArgSpec(s, args.dtype) for s in shapes]
     schema.check(specs, attrs)
+    return schema, shapes, attrs, specs
+
+
+def cmd_run(args) -> int:
+    schema, shapes, attrs, specs = _call(args)
     dev = device(args.chip, debug=args.debug, timing_only=args.timing_only,
                  record=bool(args.trace or args.plot))
     try:
@@ -227,15 +252,9 @@ def cmd_verify(args) -> int:
 def cmd_tune(args) -> int:
     from .nixl import tuning_cache
     from .profile.tune import Tuner
-    schema = get_op(args.op)
     for name in args.then:
         get_op(name)
-    shapes = [parse_shape(s) for s in args.shape]
-    if len(shapes) == 1 and len(schema.inputs) > 1:
-        shapes = shapes * len(schema.inputs)
-    attrs = dict(parse_attr(a) for a in args.attr)
-    specs = [ArgSpec(s, args.dtype) for s in shapes]
-    schema.check(specs, attrs)
+    schema, shapes, attrs, specs = _call(args)
     if REGISTRY.native(args.op) is None:
         raise ValueError(f"{args.op} has no native kernel to tune (it runs on the shim)")
     from rich.progress import Progress
@@ -349,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dtype", default="float16", help="float16, bfloat16 or float32 (default float16)")
     s.add_argument("--attr", action="append", default=[], metavar="NAME=VALUE",
                    help="op attribute (JSON value)")
+    s.add_argument("--value", action="append", default=[], metavar="INPUT=JSON",
+                   help="contents of an input that decides the output shape (k, axes, shape)")
     s.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--debug", action="store_true",
