@@ -67,7 +67,7 @@ class SampleCase:
     shapes: tuple          # one entry per input: a Shape or a TileMultiple
     attrs: dict = field(default_factory=dict)
     dtypes: tuple | None = None    # restrict to these dtypes (None: every dtype of the op)
-    values: dict = field(default_factory=dict)   # host input name -> its contents
+    values: dict = field(default_factory=dict)   # input name -> fixed contents (host inputs need them)
 
 
 @dataclass(frozen=True)
