@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ixl.ascend import lang as asc
-from ixl.ascend.errors import (AicoreOutOfBound, IllegalInstruction, KernelTimeout,
+from ixl.ascend.errors import (AicoreOutOfBound, HazardError, IllegalInstruction, KernelTimeout,
                                ResourceLimit, TruncatedCopy, UbOverflow)
 from tests.conftest import device_with_kernel, random_pair
 
@@ -184,4 +184,54 @@ def test_bfloat16_arithmetic_is_refused_by_the_vector_unit():
         asc.add(t, t, t, 64)
 
     with pytest.raises(IllegalInstruction, match=r"add does not support bfloat16.*cast to float32"):
+        _run(kernel)
+
+
+def test_reading_a_buffer_mte2_is_still_filling_is_a_hazard_in_debug_mode():
+    def kernel(ctx, x, y, z):
+        pipe = asc.TPipe()
+        b = asc.TBuf()
+        pipe.init_buffer(b, 4096)
+        t = b.get(np.float16, 1024)
+        asc.data_copy(t, x, 1024)          # MTE2 fills t ...
+        asc.add(t, t, t, 1024)             # ... and V reads it with no flag in between
+
+    with pytest.raises(HazardError, match=r"pipe hazard on core 0: add \(VECTOR\) reads UB "
+                                          r"\[0x0, 0x800\) from cycle .* while data_copy \(MTE2\) "
+                                          r"writes \[0x0, 0x800\)"):
+        _run(kernel)
+
+
+def test_the_same_kernel_with_a_flag_is_clean():
+    def kernel(ctx, x, y, z):
+        pipe = asc.TPipe()
+        b = asc.TBuf()
+        pipe.init_buffer(b, 4096)
+        t = b.get(np.float16, 1024)
+        asc.data_copy(t, x, 1024)
+        asc.set_flag(asc.HardEvent.MTE2_V, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+        asc.add(t, t, t, 1024)
+        asc.set_flag(asc.HardEvent.V_MTE3, 0)
+        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        asc.data_copy(z, t, 1024)
+
+    dev, out, (a, b) = _run(kernel)
+    np.testing.assert_array_equal(out.numpy(), a + a)
+
+
+def test_overwriting_a_buffer_the_vector_unit_still_reads_is_a_hazard():
+    def kernel(ctx, x, y, z):
+        pipe = asc.TPipe()
+        b = asc.TBuf()
+        pipe.init_buffer(b, 8192)
+        t = b.get(np.float16, 2048)
+        asc.data_copy(t, x, 1024)
+        asc.set_flag(asc.HardEvent.MTE2_V, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+        asc.exp(t[1024], t, 1024)          # V reads the first half for a while ...
+        asc.data_copy(t, y, 1024)          # ... while MTE2 already refills it
+
+    with pytest.raises(HazardError, match=r"data_copy \(MTE2\) writes UB \[0x0, 0x800\).*"
+                                          r"exp \(VECTOR\) reads"):
         _run(kernel)

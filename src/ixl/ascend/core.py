@@ -14,6 +14,7 @@ import numpy as np
 from .chips import ChipSpec
 from .costs import CostTable, cost_table
 from .errors import AicoreOutOfBound, IllegalInstruction, KernelTimeout
+from .sanitizer import HazardCheck
 from .timeline import Pipe, Timeline
 
 _current = threading.local()
@@ -47,6 +48,7 @@ class AICore:
                                  self.costs.queue_depth, mode.record)
         self.ub_peak = 0
         self.pipes: list = []
+        self.hazards = HazardCheck(core_id) if mode.debug else None
 
     # ---- block lifecycle (driven by the launcher) ----
     def begin_block(self, block_idx: int, block_num: int) -> None:
@@ -88,8 +90,22 @@ class AICore:
         self.ub[offset:offset + nbytes] = NAN_BYTE if is_float else POISON_BYTE
 
     # ---- timeline ----
-    def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
-        return self.timeline.issue(pipe, name, cycles)
+    def issue(self, pipe: Pipe, name: str, cycles: float, reads=(), writes=()) -> float:
+        """Time one instruction; `reads`/`writes` are its UB byte ranges (debug-mode checks)."""
+        end = self.timeline.issue(pipe, name, cycles)
+        if self.hazards is not None:
+            self.hazards.access(pipe, name, *self.timeline.last, reads, writes,
+                                self.timeline.scalar)
+        return end
+
+    def transfer(self, pipe: Pipe, name: str, cycles: float, nbytes: int, ub_range) -> float:
+        """Time one GM move touching `ub_range` (written by MTE2, read by MTE3)."""
+        end = self.timeline.transfer(pipe, name, self.mte_latency, cycles, nbytes)
+        if self.hazards is not None:
+            inbound = pipe is Pipe.MTE2
+            self.hazards.access(pipe, name, *self.timeline.last, () if inbound else (ub_range,),
+                                (ub_range,) if inbound else (), self.timeline.scalar)
+        return end
 
 
 def current_core() -> AICore:

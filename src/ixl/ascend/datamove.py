@@ -96,9 +96,11 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         rows = ub_bytes
     grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
-    core.timeline.transfer(pipe, what, core.mte_latency,
-                           core.costs.mte_transfer(count * width, count, aligned, core.mte_rate),
-                           count * width)
+    blk = core.chip.block_bytes
+    last = (count - 1) * ub_pitch + ub_lead + width
+    ub_range = (local.offset, local.offset + -(-last // blk) * blk)   # padding included
+    core.transfer(pipe, what, core.costs.mte_transfer(count * width, count, aligned, core.mte_rate),
+                  count * width, ub_range)
     return rows
 
 

@@ -88,6 +88,7 @@ class Timeline:
     # enough to tell how much moving happens while nothing computes.
     vector_busy: list = field(default_factory=list)
     port_busy: list = field(default_factory=list)
+    last: tuple = (0.0, 0.0)          # (start, end) of the latest instruction
 
     def _dispatch(self, pipe: Pipe) -> float:
         """The scalar unit issues one instruction to `pipe`; returns when that pipe can start it."""
@@ -108,6 +109,7 @@ class Timeline:
     def _finish(self, pipe: Pipe, name: str, start: float, end: float, busy: float,
                 nbytes: int) -> float:
         self.free[pipe] = end
+        self.last = (start, end)
         st = self.stats[pipe]
         st.busy += busy
         st.count += 1

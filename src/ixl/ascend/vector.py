@@ -141,6 +141,21 @@ def _strided(op, operands, mask, repeat, pipe_name=None):
     return result, lanes
 
 
+def _span(t: LocalTensor, count: int) -> tuple[int, int]:
+    """The UB bytes an instruction touches in `t` (its first `count` elements)."""
+    return (t.offset, t.offset + count * t.itemsize)
+
+
+def _spans(idx, srcs, dsts) -> tuple[tuple, tuple]:
+    """(reads, writes) byte ranges of a strided instruction; idx lists dsts' then srcs' index
+    arrays, as `_strided` returns them (None when nothing ran)."""
+    if idx is None:
+        return (), ()
+    ranges = [(t.offset, t.offset + (int(i.max()) + 1) * t.itemsize)
+              for t, i in zip((*dsts, *srcs), idx)]
+    return tuple(ranges[len(dsts):]), tuple(ranges[:len(dsts)])
+
+
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return F32 if dtype in (F16, BF16) else dtype
 
@@ -165,7 +180,8 @@ def _binary(op: str, fn, allowed=_ARITH):
                 cd = None if dst.dtype == F16 == src0.dtype == src1.dtype else _compute_dtype(dst.dtype)
                 fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
                    casting="unsafe")
-            core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count))
+            core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count),
+                       (_span(src0, count), _span(src1, count)), (_span(dst, count),))
             return
         p = params or BinaryRepeatParams()
         idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
@@ -176,7 +192,8 @@ def _binary(op: str, fn, allowed=_ARITH):
             d, a, b = idx
             res = fn(src0.view()[a], src1.view()[b], dtype=_compute_dtype(dst.dtype))
             dst.view()[d] = res
-        core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes))
+        core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes),
+                   *_spans(idx, (src0, src1), (dst,)))
     instr.__name__ = op
     instr.__doc__ = f"{op}(dst, src0, src1, count) or {op}(dst, src0, src1, mask, repeat_times, params)"
     return instr
@@ -206,7 +223,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute, cos
         _check_extent(op, src, count, "src")
         if count and not core.mode.timing_only:
             dst.view(count)[...] = compute(src.view(count))
-        core.issue(Pipe.V, op, core.costs.vector(op, cost_size, count))
+        core.issue(Pipe.V, op, core.costs.vector(op, cost_size, count),
+                   (_span(src, count),), (_span(dst, count),))
         return
     p = params or UnaryRepeatParams()
     idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
@@ -215,7 +233,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute, cos
     if idx is not None and not core.mode.timing_only:
         d, s = idx
         dst.view()[d] = compute(src.view()[s])
-    core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes))
+    core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes),
+               *_spans(idx, (src,), (dst,)))
 
 
 def _scalar_op(op: str, fn, allowed=_ARITH):
@@ -386,7 +405,10 @@ def _whole_reduce(op: str, fn):
             if not core.mode.timing_only:
                 vals = src.view()[idx[0]].astype(np.float32)
                 dst.view()[out] = fn(vals, axis=1)
-        core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes))
+        reads, _ = _spans(idx, (src,), ())
+        writes = (_span(dst, repeat_times * dst_rep_stride),) if idx is not None else ()
+        core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes),
+                   reads, writes)
     instr.__name__ = op
     instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
                      f"src_rep_stride): one result per repeat (Ascend C's WholeReduce, now "
@@ -441,7 +463,8 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
     core = dst.core
     bits = None if core.mode.timing_only else _CMP[mode](src0.view(count), src1.view(count))
     _write_bits("compare", dst, bits, count)
-    core.issue(Pipe.V, "compare", core.costs.vector("compare", src0.itemsize, count))
+    core.issue(Pipe.V, "compare", core.costs.vector("compare", src0.itemsize, count),
+               (_span(src0, count), _span(src1, count)), (_span(dst, count // 8),))
 
 
 def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, count: int) -> None:
@@ -452,7 +475,8 @@ def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, co
     core = dst.core
     bits = None if core.mode.timing_only else _CMP[mode](src.view(count), src.dtype.type(scalar))
     _write_bits("compare_scalar", dst, bits, count)
-    core.issue(Pipe.V, "compare", core.costs.vector("compare", src.itemsize, count))
+    core.issue(Pipe.V, "compare", core.costs.vector("compare", src.itemsize, count),
+               (_span(src, count),), (_span(dst, count // 8),))
 
 
 def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: int) -> None:
@@ -470,7 +494,11 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: 
         bits = np.unpackbits(mask.view(count // 8), bitorder="little").astype(bool)
         other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
         dst.view(count)[...] = np.where(bits, src0.view(count), other)
-    core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count))
+    reads = [_span(mask, count // 8), _span(src0, count)]
+    if isinstance(src1, LocalTensor):
+        reads.append(_span(src1, count))
+    core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count), reads,
+               (_span(dst, count),))
 
 
 # ---------------------------------------------------------------- block broadcast
@@ -484,6 +512,7 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
     _check_repeat("brcb", dst, repeat_times)
     core = dst.core
     blk = core.chip.block_elems(dst.itemsize)
+    reads = writes = ()
     if repeat_times:
         starts = (np.arange(repeat_times)[:, None] * dst_rep_stride
                   + np.arange(8)[None, :] * dst_blk_stride) * blk
@@ -492,5 +521,7 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
         _check_extent("brcb", src, repeat_times * 8, "src")
         if not core.mode.timing_only:
             dst.view()[idx] = src.view(repeat_times * 8)[:, None]
+        reads, writes = (_span(src, repeat_times * 8),), (_span(dst, int(idx.max()) + 1),)
     core.issue(Pipe.V, "brcb", core.costs.vector("duplicate", dst.itemsize,
-                                                 repeat_times * core.chip.lanes(dst.itemsize)))
+                                                 repeat_times * core.chip.lanes(dst.itemsize)),
+               reads, writes)
