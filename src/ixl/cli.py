@@ -148,11 +148,13 @@ def _profile_outputs(args, rec) -> dict:
 def _call(args):
     """The op, its input shapes, attributes and specs from the command line: one --shape per
     input (or one for all), each input in the dtype the op gives it for --dtype (indices stay
-    integers), --value NAME=JSON for inputs whose contents decide the output shape."""
+    integers; optional inputs are left out unless given), --value NAME=JSON for inputs whose
+    contents decide the output shape."""
     schema = get_op(args.op)
     shapes = [parse_shape(s) for s in args.shape]
-    if len(shapes) == 1 and len(schema.inputs) > 1:
-        shapes = shapes * len(schema.inputs)
+    required = max(len(schema.inputs) - schema.optional, 1)
+    if len(shapes) == 1 and required > 1:      # one shape for every required input
+        shapes = shapes * required
     values = dict(parse_attr(v) for v in getattr(args, "value", []))
     names = schema.input_names(len(shapes))
     unknown = set(values) - set(names)

@@ -187,14 +187,14 @@ CAST_TYPES = ("float16", "bfloat16", "float32", "int32")
 # ---------------------------------------------------------------- which cases go native
 
 def _declines(op: str):
-    body = BODIES[op]
-    n_scalars = len(body.scalars)
+    n_inputs = len(get_op(op).inputs)
+    first_scalar = n_inputs - len(BODIES[op].scalars)    # scalar operands trail the inputs
 
     def declines(in_descs, attrs) -> str | None:
         present = [d for d in in_descs if d is not None]
         if any(d.is_padded for d in present):
             return "padded storage runs on the shim"
-        for d in in_descs[len(in_descs) - n_scalars:] if n_scalars else ():
+        for d in in_descs[first_scalar:]:
             if d is not None and d.size != 1:
                 return f"a non-scalar {op} operand runs on the shim (shape {d.shape})"
         allowed = CAST_TYPES if op == "Cast" else FLOATS
