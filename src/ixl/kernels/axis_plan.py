@@ -49,7 +49,7 @@ class AxisTiling:
     tile: int                # elements per tile (rows * pitch)
     epsilon: float = 0.0
     params: int = 0          # parameter vectors present (scale, bias)
-    param_repeat: int = 1    # copies of the parameters that make up one normalised row
+    param_repeat: tuple = ()  # per declared parameter: copies that make one normalised row
 
 
 @dataclass(frozen=True)
@@ -140,11 +140,12 @@ class _Axes:
     folded: tuple
 
 
-def _analyse(shape: tuple, axes: frozenset) -> _Axes:
-    """Kept and reduced groups of `shape` (size-1 dims dropped, neighbours merged)."""
+def _analyse(shape: tuple, axes: frozenset, rows_only: bool) -> _Axes:
+    """Kept and reduced groups of `shape` (size-1 dims dropped, neighbours merged). Ops with
+    parameters along the row keep the row layout even for rows of one element."""
     kept_size = math.prod(d for i, d in enumerate(shape) if i not in axes)
-    if any(shape[i] == 0 for i in axes):            # an empty reduction: every unit is one value
-        return _Axes("row", 0, 1, ((kept_size, 0),), ())
+    if not kept_size or any(shape[i] == 0 for i in axes):
+        return _Axes("row", 0, 1, ((kept_size, 0),), ())   # no units, or empty reductions
     groups: list[list] = []
     for i, d in enumerate(shape):
         if d == 1:
@@ -154,6 +155,8 @@ def _analyse(shape: tuple, axes: frozenset) -> _Axes:
         else:
             groups.append([d, i in axes])
     reduced = [i for i, (_, red) in enumerate(groups) if red]
+    if not reduced and rows_only:
+        return _Axes("row", 1, 1, ((math.prod(shape), 1),), ())
     if not reduced:                                  # nothing left to reduce: one row per column
         return _Axes("column", 1, math.prod(shape), (), ())
     g = reduced[-1]
@@ -173,13 +176,13 @@ def compute_dtype(dtype: str, config: dict) -> str:
 
 
 def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: dict | None = None, *,
-         epsilon: float = 0.0, params: int = 0, param_repeat: int = 1) -> LaunchPlan:
+         epsilon: float = 0.0, params: int = 0, param_repeat: tuple = ()) -> LaunchPlan:
     """Host tiling: layout, units over cores, tile rows and pitch from the UB budget."""
     config = config or {}
     buffer_num = int(config.get("buffer_num", DEFAULT_BUFFER_NUM))
     cdt = compute_dtype(x.dtype, config)
     s_isz, c_isz = x.itemsize, to_numpy(cdt).itemsize
-    a = _analyse(x.shape, frozenset(axes))
+    a = _analyse(x.shape, frozenset(axes), rows_only=op.params > 0)
     outer = math.prod(s for s, _ in a.kept)
     if a.length == 0 and not op.stat_outputs:
         outer = 0                                    # only empty outputs: nothing to launch
@@ -262,11 +265,11 @@ def _column_geometry(a: _Axes, width: int, budget, chip, s_isz, c_isz):
 def _workspace(t: AxisTiling, block_dim: int, s_isz: int, chip) -> int:
     """GM scratch for parameters that broadcast over the normalised row: each core writes the
     expanded copy it reads back."""
-    if t.param_repeat == 1:
+    if all(r == 1 for r in t.param_repeat):
         return 0
-    return block_dim * t.params * _ceil(t.length * s_isz, chip.gm_alloc_align)
+    return block_dim * len(t.param_repeat) * _ceil(t.length * s_isz, chip.gm_alloc_align)
 
 
 def param_region(t: AxisTiling, block_idx: int, index: int, s_isz: int, chip) -> int:
     """Byte offset of one core's expanded parameter `index` in the workspace."""
-    return (block_idx * t.params + index) * _ceil(t.length * s_isz, chip.gm_alloc_align)
+    return (block_idx * len(t.param_repeat) + index) * _ceil(t.length * s_isz, chip.gm_alloc_align)

@@ -202,7 +202,8 @@ def make_kernel(name: str, n_inputs: int):
     """The device kernel: `kernel(ctx, *inputs, out)`; what it computes is in the tiling."""
 
     def kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> None:
-        _Run(ctx, gm[:n_inputs], gm[n_inputs]).run()
+        given = list(gm[:-1])                  # omitted trailing optional inputs: None
+        _Run(ctx, given + [None] * (n_inputs - len(given)), gm[-1]).run()
 
     kernel.__name__ = kernel.__qualname__ = name
     return kernel

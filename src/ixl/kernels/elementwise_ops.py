@@ -221,7 +221,8 @@ def _tiling(op: str):
 
     def tiling(ins, outs, attrs, chip, config):
         step = Step(op, body, tuple(range(n_inputs)), tuple(sorted(attrs.items())))
-        return plan(list(ins), outs[0], chip, (step,), config, _out_round(op, attrs))
+        descs = list(ins) + [None] * (n_inputs - len(ins))   # omitted optional inputs
+        return plan(descs, outs[0], chip, (step,), config, _out_round(op, attrs))
     return tiling
 
 

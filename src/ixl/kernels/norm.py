@@ -1,0 +1,242 @@
+"""Native Softmax, LogSoftmax, LayerNormalization and RMSNormalization on the axis template.
+
+Each op is its statistics and how they finish a tile; axis_kernel.py does the rest. Statistics
+are float32 whatever the input (R13). Softmax subtracts the row max (clamped to the lowest
+finite value, so a row of -inf shifts by a number and a long row split into segments never
+computes -inf - -inf); segments merge as in online softmax. LayerNormalization centres each
+tile on its own mean before squaring, and segments merge with Chan's formula, so a mean far
+from zero costs no accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ascend import lang as asc
+from ..nixl import KernelEntry, TensorDesc, register_kernel
+from . import BUILT_FOR_RUNTIME
+from .axis_kernel import AxisOp, make_kernel
+from .axis_plan import plan
+
+FLOATS = ("float16", "bfloat16", "float32")
+TUNING = {"buffer_num": (1, 2, 4)}
+
+
+def _lowest(t) -> float:
+    return float(np.finfo(t.k.cdt).min)
+
+
+def _online_merge(t, acc, seg, tmp, n_acc, n_seg) -> None:
+    """(max, sum of exp(x - max)) of two segments: rescale both sums to the larger max."""
+    (ma, sa), (mb, sb), n = acc, seg, t.nstat
+    asc.max(tmp, ma, mb, n)
+    for m, s in ((ma, sa), (mb, sb)):
+        asc.sub(m, m, tmp, n)
+        asc.exp(m, m, n)
+        asc.mul(s, s, m, n)
+    asc.add(sa, sa, sb, n)
+    asc.muls(ma, tmp, 1.0, n)
+
+
+class Softmax(AxisOp):
+    stats = 2
+    pad = -np.inf
+
+    def needs_aux(self, layout):
+        return layout == "column"      # the column reduction must not overwrite x
+
+    def first(self, t, x, st, n):
+        m, s = st
+        t.reduce("max", x, m)
+        asc.maxs(m, m, _lowest(t), t.nstat)
+        t.apply(asc.sub, x, x, m)
+        asc.exp(x, x, t.size)
+        t.reduce("sum", x, s)
+
+    merge = staticmethod(_online_merge)
+
+    def finalize(self, t, st, n):
+        asc.reciprocal(st[1], st[1], t.nstat)
+
+    def prepare(self, t, x, st):
+        t.apply(asc.sub, x, x, st[0])
+        asc.exp(x, x, t.size)
+
+    def finish(self, t, y, x, st):
+        t.apply(asc.mul, y, x, st[1])
+
+
+class LogSoftmax(AxisOp):
+    stats = 2
+    pad = -np.inf
+
+    def needs_aux(self, layout):
+        return True                    # exp(x - max) goes beside x, which the output needs
+
+    def first(self, t, x, st, n):
+        m, s = st
+        t.reduce("max", x, m)
+        asc.maxs(m, m, _lowest(t), t.nstat)
+        t.apply(asc.sub, x, x, m)
+        asc.exp(t.aux, x, t.size)
+        t.reduce("sum", t.aux, s, keep=False)
+
+    merge = staticmethod(_online_merge)
+
+    def finalize(self, t, st, n):
+        asc.ln(st[1], st[1], t.nstat)
+
+    def prepare(self, t, x, st):
+        t.apply(asc.sub, x, x, st[0])
+
+    def finish(self, t, y, x, st):
+        t.apply(asc.sub, y, x, st[1])
+
+
+def _inv_rms(t, s, n) -> None:
+    """s (a sum of squares over n elements) becomes 1 / sqrt(s / n + epsilon)."""
+    asc.muls(s, s, 1.0 / n, t.nstat)
+    asc.adds(s, s, t.tiling.epsilon, t.nstat)
+    asc.rsqrt(s, s, t.nstat)
+
+
+class LayerNorm(AxisOp):
+    stats = 2                          # mean, then M2 (sum of squared deviations) -> inv_std
+    params = 2                         # scale, bias
+    stat_outputs = ((0, "float32"), (1, "float32"))
+    empty = (np.nan, np.nan)
+
+    def needs_aux(self, layout):
+        return True
+
+    def first(self, t, x, st, n):
+        mean, m2 = st
+        t.reduce("sum", x, mean)
+        asc.muls(mean, mean, 1.0 / n, t.nstat)
+        t.apply(asc.sub, x, x, mean)
+        asc.mul(t.aux, x, x, t.size)
+        t.reduce("sum", t.aux, m2, keep=False)
+
+    def merge(self, t, acc, seg, tmp, n_acc, n_seg):
+        """Chan et al.: mean += d * nb / n; M2 += M2b + d^2 * na * nb / n, d = mean_b - mean."""
+        (ma, qa), (mb, qb), k = acc, seg, t.nstat
+        n = n_acc + n_seg
+        asc.sub(tmp, mb, ma, k)
+        asc.muls(mb, tmp, n_seg / n, k)
+        asc.add(ma, ma, mb, k)
+        asc.mul(tmp, tmp, tmp, k)
+        asc.muls(tmp, tmp, n_acc * n_seg / n, k)
+        asc.add(qa, qa, qb, k)
+        asc.add(qa, qa, tmp, k)
+
+    def finalize(self, t, st, n):
+        _inv_rms(t, st[1], n)
+
+    def prepare(self, t, x, st):
+        t.apply(asc.sub, x, x, st[0])
+
+    def finish(self, t, y, x, st):
+        t.apply(asc.mul, y, x, st[1])
+        scale, bias = t.params
+        if scale is not None:
+            t.scale(asc.mul, y, y, scale)
+        if bias is not None:
+            t.scale(asc.add, y, y, bias)
+
+
+class RMSNorm(AxisOp):
+    stats = 1
+    params = 1                         # scale
+
+    def needs_aux(self, layout):
+        return True
+
+    def first(self, t, x, st, n):
+        asc.mul(t.aux, x, x, t.size)
+        t.reduce("sum", t.aux, st[0], keep=False)
+
+    def merge(self, t, acc, seg, tmp, n_acc, n_seg):
+        asc.add(acc[0], acc[0], seg[0], t.nstat)
+
+    def finalize(self, t, st, n):
+        _inv_rms(t, st[0], n)
+
+    def finish(self, t, y, x, st):
+        t.apply(asc.mul, y, x, st[0])
+        scale, = t.params
+        if scale is not None:
+            t.scale(asc.mul, y, y, scale)
+
+
+# ---- host side: which cases, which axes ----
+
+def param_repeat(param: tuple, normalized: tuple) -> int | None:
+    """How many copies of a parameter make one normalised row (1: it is the whole row), or None
+    when it broadcasts inside the row (a size-1 dim before a full one)."""
+    padded = (1,) * (len(normalized) - len(param)) + tuple(param)
+    for k in range(len(normalized) + 1):
+        if all(d == 1 for d in padded[:k]) and padded[k:] == normalized[k:]:
+            return math.prod(normalized[:k])
+    return None
+
+
+def _axis(x: TensorDesc, attrs: dict) -> int:
+    return attrs["axis"] % len(x.shape)
+
+
+def _padded(in_descs, attrs=None) -> str | None:
+    if any(d is not None and d.is_padded for d in in_descs):
+        return "padded storage runs on the shim"
+    return None
+
+
+def _norm_declines(in_descs, attrs) -> str | None:
+    x = in_descs[0]
+    normalized = x.shape[_axis(x, attrs):]
+    for d in in_descs[1:]:
+        if d is not None and param_repeat(d.shape, normalized) is None:
+            return (f"a parameter of shape {list(d.shape)} broadcasts inside the normalised "
+                    f"shape {list(normalized)}; runs on the shim")
+    return _padded(in_descs)
+
+
+def _norm_tiling(op):
+    def tiling(ins, outs, attrs, chip, config):
+        x, axis = ins[0], _axis(ins[0], attrs)
+        params = (list(ins[1:]) + [None] * op.params)[:op.params]
+        repeats = tuple(1 if d is None else param_repeat(d.shape, x.shape[axis:]) for d in params)
+        return plan(op, x, range(axis, len(x.shape)), chip, config, epsilon=attrs["epsilon"],
+                    params=sum(d is not None for d in params), param_repeat=repeats)
+    return tiling
+
+
+def _softmax_tiling(op):
+    def tiling(ins, outs, attrs, chip, config):
+        return plan(op, ins[0], {_axis(ins[0], attrs)}, chip, config)
+    return tiling
+
+
+def _register(name: str, kernel_name: str, op: AxisOp, tiling, split, declines) -> None:
+    register_kernel(KernelEntry(
+        op=name, kernel=make_kernel(kernel_name, op, split), tiling=tiling(op), dtypes=FLOATS,
+        built_for_runtime=BUILT_FOR_RUNTIME, declines=declines, tuning_space=TUNING))
+
+
+def _split_norm(params: int, outputs: int):
+    """(x, parameters, y, stat outputs) of gm = inputs given (trailing ones may be omitted),
+    then the outputs."""
+    def split(gm):
+        ins, outs = gm[:len(gm) - outputs], gm[len(gm) - outputs:]
+        return ins[0], (list(ins[1:]) + [None] * params)[:params], outs[0], outs[1:]
+    return split
+
+
+_register("Softmax", "softmax_kernel", Softmax(), _softmax_tiling, _split_norm(0, 1), _padded)
+_register("LogSoftmax", "log_softmax_kernel", LogSoftmax(), _softmax_tiling, _split_norm(0, 1),
+          _padded)
+_register("LayerNormalization", "layer_norm_kernel", LayerNorm(), _norm_tiling,
+          _split_norm(LayerNorm.params, 3), _norm_declines)
+_register("RMSNormalization", "rms_norm_kernel", RMSNorm(), _norm_tiling,
+          _split_norm(RMSNorm.params, 1), _norm_declines)

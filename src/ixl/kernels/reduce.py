@@ -1,0 +1,94 @@
+"""Native ReduceSum, ReduceMax, ReduceMin and ReduceMean on the axis template.
+
+A reduction is one statistic per unit, merged over segments with its own combination. The host
+tiling learns the reduced axes from the input and output shapes, because a tiling function sees
+tensor descs, not the contents of the axes input: with keepdims=1 (or an identity) that is
+exact; with keepdims=0 two axis sets can leave one output shape ((3, 2, 2) -> (3, 2) from axis
+1 or axis 2), and such a call declines to the shim, visibly, until the host can see the axes.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from ..ascend import lang as asc
+from ..nixl import KernelEntry, register_kernel
+from . import BUILT_FOR_RUNTIME
+from .axis_kernel import REDUCERS, AxisOp, make_kernel
+from .axis_plan import plan
+
+FLOATS = ("float16", "bfloat16", "float32")
+IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
+
+
+class Reduce(AxisOp):
+    has_y = False
+    stat_outputs = ((0, None),)
+
+    def __init__(self, kind: str, mean: bool = False):
+        self.kind, self.mean = kind, mean
+        self.pad = IDENTITY[kind]
+        self.empty = (np.nan if mean else IDENTITY[kind],)
+
+    def first(self, t, x, st, n):
+        t.reduce(self.kind, x, st[0], keep=False)
+
+    def merge(self, t, acc, seg, tmp, n_acc, n_seg):
+        REDUCERS[self.kind][2](acc[0], acc[0], seg[0], t.nstat)
+
+    def finalize(self, t, st, n):
+        if self.mean:
+            asc.muls(st[0], st[0], 1.0 / n, t.nstat)
+
+
+def _canonical(shape: tuple, removed) -> frozenset:
+    """Reducing a size-1 dim changes nothing: leave those out."""
+    return frozenset(i for i in removed if shape[i] != 1)
+
+
+def reduced_axes(shape: tuple, out_shape: tuple) -> frozenset:
+    """The axes whose reduction turns `shape` into `out_shape` (a call `declines` let through)."""
+    if len(shape) == len(out_shape):
+        return frozenset(i for i, (a, b) in enumerate(zip(shape, out_shape)) if a != b)
+    for removed in combinations(range(len(shape)), len(shape) - len(out_shape)):
+        if tuple(d for i, d in enumerate(shape) if i not in removed) == tuple(out_shape):
+            return _canonical(shape, removed)
+    raise ValueError(f"no axes reduce {shape} to {out_shape}")
+
+
+def _declines(in_descs, attrs) -> str | None:
+    if any(d is not None and d.is_padded for d in in_descs):
+        return "padded storage runs on the shim"
+    axes = in_descs[1] if len(in_descs) > 1 else None
+    if attrs["keepdims"] or axes is None or not axes.shape[0]:
+        return None
+    shape = in_descs[0].shape
+    seen: dict = {}
+    for removed in combinations(range(len(shape)), axes.shape[0]):
+        rest = tuple(d for i, d in enumerate(shape) if i not in removed)
+        if seen.setdefault(rest, _canonical(shape, removed)) != _canonical(shape, removed):
+            return (f"keepdims=0 on shape {list(shape)}: {axes.shape[0]} axes can leave the same "
+                    f"output shape from different axes, and the host tiling sees shapes, not "
+                    f"the axes values")
+    return None
+
+
+def _tiling(op):
+    def tiling(ins, outs, attrs, chip, config):
+        return plan(op, ins[0], reduced_axes(ins[0].shape, outs[0].shape), chip, config)
+    return tiling
+
+
+def _split(gm):
+    return gm[0], [], None, [gm[-1]]
+
+
+for _name, _kind, _mean in (("ReduceSum", "sum", False), ("ReduceMax", "max", False),
+                            ("ReduceMin", "min", False), ("ReduceMean", "sum", True)):
+    _op = Reduce(_kind, _mean)
+    register_kernel(KernelEntry(
+        op=_name, kernel=make_kernel(f"{_name[6:].lower()}_reduce_kernel", _op, _split),
+        tiling=_tiling(_op), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
+        declines=_declines, tuning_space={"buffer_num": (1, 2, 4)}))
