@@ -137,3 +137,14 @@ def test_tune_json_and_cache(tmp_path, monkeypatch, capsys):
     x = dev.empty((256, 256), "float16")
     dev.run("Relu", x).free()
     assert dev.last_profile.config == config          # the tiling used the cached choice
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, "bfloat16"])
+def test_where_with_a_condition_row_broadcast_over_many_rows(dev, dtype):
+    rng = np.random.default_rng(3)
+    dt = np.dtype(dtype)
+    cond = rng.random(37) < 0.5
+    x, y = (rng.standard_normal((300, 37)).astype(dt) for _ in range(2))
+    out = dev.run("Where", dev.tensor(cond), dev.tensor(x), dev.tensor(y))
+    assert dev.last_profile.path == "native"
+    np.testing.assert_array_equal(out.numpy(), np.where(cond, x, y))

@@ -153,7 +153,7 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
         blk = chip.block_bytes // min(to_numpy(d).itemsize for d in
                                       [p.dtype for p in streamed] + [out.dtype])
         row_pad = -(-out.shape[-1] // blk) * blk
-        staged = sum(max(row_pad, lanes) * to_numpy(p.dtype).itemsize
+        staged = sum(max(row_pad, lanes) * (to_numpy(p.dtype).itemsize + c_isz)
                      for p in streamed if p.constant)
         reserved += lanes * per_element + staged     # one repeat of slack per buffer
     tile = tile_elements(chip, queued_bytes=queued, buffer_num=buffer_num,
@@ -272,23 +272,26 @@ class _Run:
         return values
 
     def _constant_rows(self, i: int, cap: int) -> asc.LocalTensor:
-        """A scalar or single-row input, spread over a whole tile of rows once."""
+        """A scalar or single-row input, converted once and spread over a tile of rows."""
         t, p = self.t, self.t.inputs[i]
         dtype = to_numpy(p.dtype)
-        buf = self._scratch(cap)
-        stage = asc.TBuf()
-        n = 1 if p.last_broadcast else t.out_shape[-1]
-        self.pipe.init_buffer(stage, max(t.row_pad, self.lanes) * dtype.itemsize)
+        width = max(t.row_pad, self.lanes)
+        stage, conv_stage = asc.TBuf(), asc.TBuf()
+        self.pipe.init_buffer(stage, width * dtype.itemsize)
+        self.pipe.init_buffer(conv_stage, width * self.cdt.itemsize)
         raw = stage.get(dtype)
+        n = 1 if p.last_broadcast else t.out_shape[-1]
         asc.data_copy_pad(raw, self.srcs[i], asc.DataCopyExtParams(1, n * dtype.itemsize, 0, 0))
         asc.set_flag(asc.HardEvent.MTE2_V, 0)
         asc.wait_flag(asc.HardEvent.MTE2_V, 0)
-        row = self._to_compute(raw, p.dtype, t.row_pad, buf)
-        rows = min(t.tile, self._block_rows()[1] - self._block_rows()[0])
+        row = self._to_compute(raw, p.dtype, t.row_pad, conv_stage.get(self.cdt))
+        buf = self._scratch(cap).reinterpret(row.dtype)   # float16 for a bool condition
+        first, last = self._block_rows()
+        rows = min(t.tile, last - first)
         if p.last_broadcast:
             self._spread(buf, row, rows * t.row_pad)
         else:
-            for r in range(1 if row is buf else 0, rows):
+            for r in range(rows):
                 asc.adds(buf[r * t.row_pad], row, 0, t.row_pad)
         return buf
 
