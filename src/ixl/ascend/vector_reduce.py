@@ -15,7 +15,8 @@ import numpy as np
 
 from .pipe import LocalTensor
 from .timeline import Pipe
-from .vector import _FLOAT, _check_dtype, _check_extent, _lane_mask, _mask_key, _strided
+from .vector import (_FLOAT, _check_dtype, _check_extent, _lane_mask, _mask_key, _span, _spans,
+                     _strided)
 
 # The cost-table row of ReduceDataBlock by operand width (see VECTOR_CLASS in costs.py).
 _COST_KEY = {2: "block_reduce_16", 4: "block_reduce_32"}
@@ -29,6 +30,7 @@ def _block_reduce(op: str, fn, identity: float):
         core = dst.core
         idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask,
                               repeat_times)
+        reads, writes = _spans(idx, (src,), ())[0], ()
         if idx is not None:
             blk = core.chip.block_elems(src.itemsize)
             blocks = lanes // blk
@@ -37,13 +39,15 @@ def _block_reduce(op: str, fn, identity: float):
             out = (np.arange(repeat_times)[:, None] * (dst_rep_stride * blocks)
                    + np.arange(blocks)[None, :])[:, written]
             _check_extent(op, dst, int(out.max()) + 1, "dst")
+            writes = (_span(dst, int(out.max()) + 1),)
             if not core.mode.timing_only:
                 vals = np.full((repeat_times, lanes), identity, np.float32)
                 vals[:, on] = src.view()[idx[0]]
                 res = fn(vals.reshape(repeat_times, blocks, blk), axis=2)
                 dst.view()[out] = res[:, written]
         cost_key = _COST_KEY[src.itemsize]
-        core.issue(Pipe.V, op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes))
+        core.issue(Pipe.V, op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes),
+                   reads, writes)
     instr.__name__ = op
     instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
                      f"src_rep_stride): one result per 32-byte block, 8 per repeat")
