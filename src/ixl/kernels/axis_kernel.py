@@ -18,7 +18,8 @@ import numpy as np
 from ..ascend import lang as asc
 from ..hixl.dtypes import to_numpy
 from ..nixl import KernelContext
-from .axis_plan import AxisTiling, param_region, row_pitch, reduce_steps, ub_plan
+from .axis_plan import (STAT_ITEMSIZE, AxisTiling, param_region, reduce_steps, row_pitch,
+                        ub_plan)
 
 # kind -> (block reduction, whole-repeat reduction, elementwise combination)
 REDUCERS = {
@@ -259,9 +260,8 @@ class AxisKernel:
         self.in_q = self._queue(pipe, asc.TPosition.VECIN, ub.in_slot)
         self.out_q = self._queue(pipe, asc.TPosition.VECOUT, ub.out_slot)
         self.stat_q = self._queue(pipe, asc.TPosition.VECOUT, ub.stat_slot)
-        work, self.aux, red0, red1, stats, self.bc, par = (
+        self.work, self.aux, red0, red1, stats, self.bc, par = (
             self._buf(pipe, n) for n in (ub.work, ub.aux, *ub.red, ub.stats, ub.bc, ub.params))
-        self.work = work
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
@@ -422,7 +422,7 @@ class AxisKernel:
         regions = []
         for i, (_, dtype) in enumerate(self.op.stat_outputs):
             dt = self.sdt if dtype is None else np.dtype(dtype)
-            regions.append(slot.reinterpret(dt)[i * self.ub.cap * 4 // dt.itemsize])
+            regions.append(slot.reinterpret(dt)[i * self.ub.cap * STAT_ITEMSIZE // dt.itemsize])
         return regions
 
     def _emit_stats(self, tile: Tile, st: list, out_off: int, count: int) -> None:

@@ -27,6 +27,7 @@ from ..nixl import LaunchPlan, TensorDesc
 from .tiling import largest_fit, split_units
 
 DEFAULT_BUFFER_NUM = 2
+STAT_ITEMSIZE = 4            # statistics outputs are float32 at most (LayerNorm's mean, inv_std)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
            rows * max(-(-pitch // (blk * blk)), lanes) * c_isz) if row else (0, 0)
     sizes = dict(
         in_slot=elems * s_isz, out_slot=elems * s_isz if op.has_y else 0,
-        stat_slot=len(op.stat_outputs) * cap * max(c_isz, 4),
+        stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,
         work=elems * c_isz if c_isz != s_isz else 0,
         aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
         stats=slots * cap * c_isz, bc=_ceil(rows, per_rep) * blk * c_isz if row else 0,
