@@ -245,6 +245,8 @@ class _Run:
         self.results = [self._scratch(cap) for _ in t.steps] if many else []
         self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in t.steps))]
         self.values = self._read_scalars()
+        self.program = self._program()
+        self.out_dtype = to_numpy(t.out_dtype)
         self.constants = {i: self._constant_rows(i, cap) for i, p in enumerate(t.inputs)
                           if t.rows and p.constant and not p.scalar}
         if t.rows:
@@ -331,14 +333,15 @@ class _Run:
         t, ctx = self.t, self.ctx
         start = ctx.block_idx * t.per_core
         length = min(t.per_core, t.total - start)
-        srcs = {i: self.srcs[i].window(start, length) for i in self.queues}
+        streams = [(i, q, self.srcs[i].window(start, length), to_numpy(t.inputs[i].dtype))
+                   for i, q in self.queues.items()]
         dst = self.dst.window(start, length)
         for offset in range(0, length, t.tile):
             count = min(t.tile, length - offset)
             loaded = {}
-            for i, q in self.queues.items():
-                x = q.alloc_tensor(to_numpy(t.inputs[i].dtype))
-                _copy_in(x, srcs[i][offset], count)
+            for i, q, src, dtype in streams:
+                x = q.alloc_tensor(dtype)
+                _copy_in(x, src[offset], count)
                 q.enque(x)
             for i, q in self.queues.items():
                 loaded[i] = q.deque()
@@ -413,35 +416,37 @@ class _Run:
                 asc.adds(x[r * width + full * lanes], src, 0, tail, 1, params)
 
     # ---- compute: the program's steps on one tile ----
-    def _compute(self, loaded: dict, count: int) -> None:
+    def _program(self) -> list[tuple]:
+        """Per step, once per block: body, data arg ids, attributes (scalar values read)."""
+        out = []
+        for step in self.t.steps:
+            scalars = step.body.scalars
+            n_data = len(step.args) - len(scalars)
+            attrs = dict(step.attrs)
+            attrs.update((name, self.values.get(vid))
+                         for name, vid in zip(scalars, step.args[n_data:]))
+            out.append((step.body.fn, step.args[:n_data], attrs))
+        return out
+
+    def _compute(self, loaded: dict, count: int) -> asc.LocalTensor:
         t = self.t
         nv = -(-count // self.lanes) * self.lanes
-        values = []
-        for i, p in enumerate(t.inputs):
-            if p.scalar:
-                values.append(None)
-            elif i in self.converted:
-                values.append(self._to_compute(loaded[i], p.dtype, nv, self.converted[i]))
-            else:
-                values.append(loaded[i])
-        y = self.out_q.alloc_tensor(to_numpy(t.out_dtype))
-        last = len(t.steps) - 1
-        for k, step in enumerate(t.steps):
-            attrs = dict(step.attrs)
-            scalars = step.body.scalars
-            args = step.args[:len(step.args) - len(scalars)] if scalars else step.args
-            for name, vid in zip(scalars, step.args[len(args):]):
-                attrs[name] = self.values.get(vid)
+        values = [None if p.scalar else
+                  self._to_compute(loaded[i], p.dtype, nv, self.converted[i])
+                  if i in self.converted else loaded[i]
+                  for i, p in enumerate(t.inputs)]
+        y = self.out_q.alloc_tensor(self.out_dtype)
+        for k, (fn, args, attrs) in enumerate(self.program):
             xs = [values[a] for a in args]
-            if step.body.fn is None:
+            if fn is None:                       # identity (Cast): the conversion out is the op
                 values.append(xs[0])
                 continue
             out = self.results[k] if self.results else y
-            step.body.fn(BodyArgs(out, xs, self.temps, count, nv, attrs))
+            fn(BodyArgs(out, xs, self.temps, count, nv, attrs))
             values.append(out)
         result = values[-1]
         if result is not y:
-            if to_numpy(t.out_dtype) == self.cdt:
+            if self.out_dtype == self.cdt:
                 asc.adds(y, result, 0, count)
             else:
                 asc.cast(y, result, getattr(asc.RoundMode, t.out_round), count)
