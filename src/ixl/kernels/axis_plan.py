@@ -178,7 +178,8 @@ def compute_dtype(dtype: str, config: dict) -> str:
 
 def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: dict | None = None, *,
          epsilon: float = 0.0, params: int = 0, param_repeat: tuple = ()) -> LaunchPlan:
-    """Host tiling: layout, units over cores, tile rows and pitch from the UB budget."""
+    """Host tiling: layout, units over cores, tile rows and pitch from the UB budget. `config`
+    may set buffer_num, tile_div and block_dim (the tuner does) or accumulate."""
     config = config or {}
     buffer_num = int(config.get("buffer_num", DEFAULT_BUFFER_NUM))
     cdt = compute_dtype(x.dtype, config)
@@ -188,9 +189,11 @@ def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: dict | None = None, *,
     if a.length == 0 and not op.stat_outputs:
         outer = 0                                    # only empty outputs: nothing to launch
 
+    tile_div = int(config.get("tile_div", 1))      # the tuner's knob: tiles for 1/tile_div of UB
+
     def budget(layout, rows, pitch, streaming):
-        return ub_plan(op, layout, rows, pitch, s_isz, c_isz, buffer_num, params, streaming,
-                       chip).total
+        return tile_div * ub_plan(op, layout, rows, pitch, s_isz, c_isz, buffer_num, params,
+                                  streaming, chip).total
 
     if a.layout == "row":
         block_dim, per_core = split_units(outer, chip, config.get("block_dim"))

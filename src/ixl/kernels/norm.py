@@ -21,7 +21,7 @@ from .axis_kernel import AxisOp, make_kernel
 from .axis_plan import plan
 
 FLOATS = ("float16", "bfloat16", "float32")
-TUNING = {"buffer_num": (1, 2, 4)}
+TUNING = {"buffer_num": (1, 2, 4), "tile_div": (1, 2, 4)}
 
 
 def _lowest(t) -> float:

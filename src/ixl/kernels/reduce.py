@@ -18,6 +18,7 @@ from ..nixl import KernelEntry, register_kernel
 from . import BUILT_FOR_RUNTIME
 from .axis_kernel import REDUCERS, AxisOp, make_kernel
 from .axis_plan import plan
+from .norm import TUNING
 
 FLOATS = ("float16", "bfloat16", "float32")
 IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
@@ -91,4 +92,4 @@ for _name, _kind, _mean in (("ReduceSum", "sum", False), ("ReduceMax", "max", Fa
     register_kernel(KernelEntry(
         op=_name, kernel=make_kernel(f"{_name[6:].lower()}_reduce_kernel", _op, _split),
         tiling=_tiling(_op), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
-        declines=_declines, tuning_space={"buffer_num": (1, 2, 4)}))
+        declines=_declines, tuning_space=TUNING))
