@@ -27,7 +27,16 @@ from ..nixl import LaunchPlan, TensorDesc
 from .tiling import largest_fit, split_units
 
 DEFAULT_BUFFER_NUM = 2
+FLOATS = ("float16", "bfloat16", "float32")
+TUNING_SPACE = {"buffer_num": (1, 2, 4), "tile_div": (1, 2, 4)}
 STAT_ITEMSIZE = 4            # statistics outputs are float32 at most (LayerNorm's mean, inv_std)
+
+
+def padded_storage(in_descs, attrs=None) -> str | None:
+    """The declines every axis kernel shares: padded storage is the shim's."""
+    if any(d is not None and d.is_padded for d in in_descs):
+        return "padded storage runs on the shim"
+    return None
 
 
 @dataclass(frozen=True)

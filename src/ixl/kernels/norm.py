@@ -18,10 +18,7 @@ from ..ascend import lang as asc
 from ..nixl import KernelEntry, TensorDesc, register_kernel
 from . import BUILT_FOR_RUNTIME
 from .axis_kernel import AxisOp, make_kernel
-from .axis_plan import plan
-
-FLOATS = ("float16", "bfloat16", "float32")
-TUNING = {"buffer_num": (1, 2, 4), "tile_div": (1, 2, 4)}
+from .axis_plan import FLOATS, TUNING_SPACE, padded_storage, plan
 
 
 def _lowest(t) -> float:
@@ -186,12 +183,6 @@ def _axis(x: TensorDesc, attrs: dict) -> int:
     return attrs["axis"] % len(x.shape)
 
 
-def _padded(in_descs, attrs=None) -> str | None:
-    if any(d is not None and d.is_padded for d in in_descs):
-        return "padded storage runs on the shim"
-    return None
-
-
 def _norm_declines(in_descs, attrs) -> str | None:
     x = in_descs[0]
     normalized = x.shape[_axis(x, attrs):]
@@ -199,7 +190,7 @@ def _norm_declines(in_descs, attrs) -> str | None:
         if d is not None and param_repeat(d.shape, normalized) is None:
             return (f"a parameter of shape {list(d.shape)} broadcasts inside the normalised "
                     f"shape {list(normalized)}; runs on the shim")
-    return _padded(in_descs)
+    return padded_storage(in_descs)
 
 
 def _norm_tiling(op):
@@ -221,7 +212,7 @@ def _softmax_tiling(op):
 def _register(name: str, kernel_name: str, op: AxisOp, tiling, split, declines) -> None:
     register_kernel(KernelEntry(
         op=name, kernel=make_kernel(kernel_name, op, split), tiling=tiling(op), dtypes=FLOATS,
-        built_for_runtime=BUILT_FOR_RUNTIME, declines=declines, tuning_space=TUNING))
+        built_for_runtime=BUILT_FOR_RUNTIME, declines=declines, tuning_space=TUNING_SPACE))
 
 
 def _split_norm(params: int, outputs: int):
@@ -233,9 +224,10 @@ def _split_norm(params: int, outputs: int):
     return split
 
 
-_register("Softmax", "softmax_kernel", Softmax(), _softmax_tiling, _split_norm(0, 1), _padded)
+_register("Softmax", "softmax_kernel", Softmax(), _softmax_tiling, _split_norm(0, 1),
+          padded_storage)
 _register("LogSoftmax", "log_softmax_kernel", LogSoftmax(), _softmax_tiling, _split_norm(0, 1),
-          _padded)
+          padded_storage)
 _register("LayerNormalization", "layer_norm_kernel", LayerNorm(), _norm_tiling,
           _split_norm(LayerNorm.params, 3), _norm_declines)
 _register("RMSNormalization", "rms_norm_kernel", RMSNorm(), _norm_tiling,

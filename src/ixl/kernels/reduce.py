@@ -17,10 +17,8 @@ from ..ascend import lang as asc
 from ..nixl import KernelEntry, register_kernel
 from . import BUILT_FOR_RUNTIME
 from .axis_kernel import REDUCERS, AxisOp, make_kernel
-from .axis_plan import plan
-from .norm import TUNING
+from .axis_plan import FLOATS, TUNING_SPACE, padded_storage, plan
 
-FLOATS = ("float16", "bfloat16", "float32")
 IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
 
 
@@ -60,11 +58,9 @@ def reduced_axes(shape: tuple, out_shape: tuple) -> frozenset:
 
 
 def _declines(in_descs, attrs) -> str | None:
-    if any(d is not None and d.is_padded for d in in_descs):
-        return "padded storage runs on the shim"
     axes = in_descs[1] if len(in_descs) > 1 else None
     if attrs["keepdims"] or axes is None or not axes.shape[0]:
-        return None
+        return padded_storage(in_descs)
     shape = in_descs[0].shape
     seen: dict = {}
     for removed in combinations(range(len(shape)), axes.shape[0]):
@@ -73,7 +69,7 @@ def _declines(in_descs, attrs) -> str | None:
             return (f"keepdims=0 on shape {list(shape)}: {axes.shape[0]} axes can leave the same "
                     f"output shape from different axes, and the host tiling sees shapes, not "
                     f"the axes values")
-    return None
+    return padded_storage(in_descs)
 
 
 def _tiling(op):
@@ -92,4 +88,4 @@ for _name, _kind, _mean in (("ReduceSum", "sum", False), ("ReduceMax", "max", Fa
     register_kernel(KernelEntry(
         op=_name, kernel=make_kernel(f"{_name[6:].lower()}_reduce_kernel", _op, _split),
         tiling=_tiling(_op), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
-        declines=_declines, tuning_space=TUNING))
+        declines=_declines, tuning_space=TUNING_SPACE))
