@@ -48,10 +48,13 @@ class IxlBackendRep(BackendRep):
             feeds[spec.name] = array
         return feeds
 
-    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+    def run(self, inputs: Any, fuse: bool = False, timing_only: bool = False,
+            **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """Run on a fresh device: with `fuse`, chains of elementwise nodes as fused kernels;
+        with `timing_only`, only the modeled time (no data math, outputs meaningless)."""
         feeds = self.feeds(inputs)
-        with device(self.chip, debug=self.debug) as dev:
-            outputs = dev.run_graph(self.graph, feeds)
+        with device(self.chip, debug=self.debug, timing_only=timing_only) as dev:
+            outputs = dev.run_graph(self.graph, feeds, fuse=fuse)
             self.last_graph = dev.last_graph
             try:
                 values = [outputs[name].numpy() for name in self.graph.outputs]
