@@ -239,7 +239,8 @@ def cmd_verify(args) -> int:
         table.add_column(col)
     for r in results:
         status = "[green]pass[/]" if r.ok else "[red]FAIL[/]"
-        table.add_row(r.op, r.note, r.dtype, " ".join(str(list(s)) for s in r.shapes), r.path,
+        table.add_row(r.op, r.note, r.dtype, " ".join("-" if s is None else str(list(s))
+                                                       for s in r.shapes), r.path,
                       status, f"{r.worst('max_abs_err'):.3g}", f"{r.worst('max_rel_err'):.3g}")
     out.print(table)
     out.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")

@@ -15,22 +15,27 @@ from ..ascend.gm import GlobalMemory, GlobalTensor
 BASE = 0x20_0000_0000
 
 
-def _copy_body(src: GlobalTensor, dst: GlobalTensor, per_core: int, tile: int, in_per_out: int):
-    """Each core reads `in_per_out` bytes for every byte it writes, tile by tile."""
+def _copy_body(src: GlobalTensor, dst: GlobalTensor, reads: int, writes: int, tile: int):
+    """Each core reads its `reads` bytes and writes its `writes` bytes, tile by tile, a write
+    riding along with each read until both are done (double buffered, moves only)."""
     def body(core: AICore) -> None:
-        start = core.block_idx * per_core
-        length = min(per_core, dst.count - start)
+        r0, w0 = core.block_idx * reads, core.block_idx * writes
+        r_len = max(0, min(reads, src.count - r0))
+        w_len = max(0, min(writes, dst.count - w0))
         pipe = asc.TPipe()
         q = asc.TQue(asc.TPosition.VECIN)
-        pipe.init_buffer(q, 2, tile * in_per_out)
-        for off in range(0, length, tile):
-            n = min(tile, length - off)
+        pipe.init_buffer(q, 2, tile)
+        for step in range(max(-(-r_len // tile), -(-w_len // tile))):
+            off = step * tile
             x = q.alloc_tensor(np.uint8)
-            asc.data_copy_pad(x, src[(start + off) * in_per_out],
-                              asc.DataCopyExtParams(1, n * in_per_out, 0, 0))
+            if off < r_len:
+                asc.data_copy_pad(x, src[r0 + off],
+                                  asc.DataCopyExtParams(1, min(tile, r_len - off), 0, 0))
             q.enque(x)
             x = q.deque()
-            asc.data_copy_pad(dst[start + off], x, asc.DataCopyExtParams(1, n, 0, 0))
+            if off < w_len:
+                asc.data_copy_pad(dst[w0 + off], x,
+                                  asc.DataCopyExtParams(1, min(tile, w_len - off), 0, 0))
             q.free_tensor(x)
     return body
 
@@ -39,20 +44,22 @@ def _copy_body(src: GlobalTensor, dst: GlobalTensor, per_core: int, tile: int, i
 def speed_of_light_us(chip_name: str, read_bytes: int, write_bytes: int) -> float:
     """Modeled time of the copy kernel moving `read_bytes` in and `write_bytes` out."""
     chip = get_chip(chip_name)
-    ratio = max(1, round(read_bytes / max(write_bytes, 1)))
-    out_bytes = max(write_bytes, 1)
     gm = GlobalMemory()
-    gm.map(BASE, out_bytes * ratio)
-    gm.map(BASE + (1 << 40), out_bytes)
-    src = GlobalTensor(gm, BASE, np.uint8, out_bytes * ratio, "src")
-    dst = GlobalTensor(gm, BASE + (1 << 40), np.uint8, out_bytes, "dst")
+    gm.map(BASE, max(read_bytes, 1))
+    gm.map(BASE + (1 << 40), max(write_bytes, 1))
+    src = GlobalTensor(gm, BASE, np.uint8, read_bytes, "src")
+    dst = GlobalTensor(gm, BASE + (1 << 40), np.uint8, write_bytes, "dst")
     cores = chip.aiv_cores
     align = chip.gm_alloc_align
-    per_core = -(-(-(-out_bytes // cores)) // align) * align
-    tile = chip.ub_bytes // (2 * ratio) // align * align     # two slots of the read bytes
+
+    def share(n: int) -> int:
+        return -(-(-(-n // cores)) // align) * align
+
+    tile = chip.ub_bytes // 2 // align * align
+    reads, writes = share(read_bytes), share(write_bytes)
+    blocks = max(-(-read_bytes // reads) if reads else 0, -(-write_bytes // writes) if writes else 0)
     sim = SimulatedChip(chip)
     sim.gm = gm
-    blocks = -(-out_bytes // per_core)
-    rec = sim.launch("copy", _copy_body(src, dst, per_core, tile, ratio), blocks,
+    rec = sim.launch("copy", _copy_body(src, dst, reads, writes, tile), max(blocks, 1),
                      Mode(timing_only=True))
     return rec.time_us

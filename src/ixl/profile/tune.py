@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ascend import ChipError
 from ..hixl import ArgSpec
 from ..nixl import Device, Graph
 from ..nixl.fusion import find_chain, run_chain
@@ -46,6 +47,15 @@ def _combine(name: str, records, config: dict) -> Variant:
                    config)
 
 
+def _try(run, config: dict) -> Variant | None:
+    """A configuration the tiling or the chip refuses (no tile fits, too many buffers or
+    event ids) is no candidate."""
+    try:
+        return run(config)
+    except (ValueError, ChipError):
+        return None
+
+
 class Tuner:
     """Runs `op` (then `then`, if given) on empty tensors of a timing-only device."""
 
@@ -67,13 +77,16 @@ class Tuner:
     def unfused(self, name: str, config: dict) -> Variant:
         records = []
         env = dict(self.feeds)
+        produced = []
         for node in self.graph.nodes:
             out = self.dev.run(node.op, *(env[n] for n in node.inputs), config=config,
                                **node.attrs)
+            outs = out if isinstance(out, tuple) else (out,)
             records.append(self.dev.last_profile)
-            env[node.outputs[0]] = out
-        for node in self.graph.nodes:
-            env[node.outputs[0]].free()
+            env[node.outputs[0]] = outs[0]
+            produced += outs
+        for t in produced:
+            t.free()
         return _combine(name, records, config)
 
     def fused(self, config: dict) -> Variant | None:
@@ -97,18 +110,16 @@ class Tuner:
                 for cf in CORE_FRACTIONS:
                     cfg = {"buffer_num": buffers, "tile_div": div, "block_dim": cores // cf}
                     self.progress(f"{run.__name__} {cfg}")
-                    try:
-                        v = run(cfg)
-                    except ValueError:         # no tile fits this many buffers
-                        continue
+                    v = _try(run, cfg)
                     if v is not None and (best is None or v.time_us < best.time_us):
                         best = v
         return best
 
     def ladder(self) -> tuple[list[Variant], Variant]:
-        rows = [self.unfused("single buffer", {"buffer_num": 1}),
-                self.unfused("double buffer", {"buffer_num": 2}),
-                self.unfused("4-slot pipeline", {"buffer_num": 4})]
+        rows = [v for v in (_try(lambda c, n=name: self.unfused(n, c), {"buffer_num": b})
+                            for name, b in (("single buffer", 1), ("double buffer", 2),
+                                            ("4-slot pipeline", 4)))
+                if v is not None]
         best = self.sweep(lambda cfg: self.unfused("tuned", cfg))
         if best is not None:
             rows.append(best)
