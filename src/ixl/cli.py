@@ -48,8 +48,15 @@ def parse_attr(text: str) -> tuple[str, object]:
         return name, value
 
 
+def _jsonable(value):
+    """numpy values (array attributes such as Constant's) as plain JSON."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def _emit_json(obj) -> None:
-    print(json.dumps(obj, indent=2))
+    print(json.dumps(obj, indent=2, default=_jsonable))
 
 
 # ---------------------------------------------------------------- list

@@ -60,3 +60,9 @@ def test_parse_shape():
     assert parse_shape("8192,8192") == (8192, 8192)
     assert parse_shape("scalar") == ()
     assert parse_shape("4x5") == (4, 5)
+
+
+def test_verify_json_carries_array_attributes(capsys):
+    assert main(["verify", "--op", "Constant", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["status"] == "pass" for r in rows)
