@@ -134,8 +134,8 @@ class MiniLM:
     @cached_property
     def prepared(self) -> IxlBackendRep:
         """The converted model with its weights, before its input shapes are fixed."""
-        return IxlBackend.prepare(fill_weights(GRAPH, self.folder / "model.safetensors"),
-                                  chip=self.chip)
+        weights = self.folder / weight_map(GRAPH)["file"]
+        return IxlBackend.prepare(fill_weights(GRAPH, weights), chip=self.chip)
 
     def encode(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text)
