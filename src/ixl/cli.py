@@ -17,6 +17,7 @@ from . import versions
 from .ascend import CHIPS, ChipError, UnknownChipError
 from .hixl import ArgSpec, HixlError, all_ops, get_op
 from .nixl import REGISTRY, NixlError, device
+from .models.cli import add_parser as add_model_parser
 from .onnx.cli import add_parser as add_onnx_parser
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
 from .verify import CaseResult, run_case, verify_op_cases
@@ -428,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_explain)
 
     add_onnx_parser(sub)
+    add_model_parser(sub)
     return p
 
 

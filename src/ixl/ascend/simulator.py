@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from .chips import ChipSpec
 from .core import AICore, Mode
 from .costs import cost_table
@@ -73,6 +75,10 @@ class SimulatedChip:
         blocks = {c.core_id: list(range(c.core_id, block_num, n_cores)) for c in cores}
 
         def run_core(core: AICore) -> None:
+            with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
+                run_blocks(core)
+
+        def run_blocks(core: AICore) -> None:
             for b in blocks[core.core_id]:
                 core.begin_block(b, block_num)
                 try:
