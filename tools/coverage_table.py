@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ixl.hixl import all_ops
 from ixl.nixl import REGISTRY
+from ixl.nixl.views import VIEW_OPS
 from ixl.onnx import node_case_counts
 
 
@@ -19,7 +20,7 @@ def main() -> None:
         c = counts.get(name)
         cases = f"{c['passed']}/{c['total']}" if c else "-"
         dtypes = ", ".join(entry.dtypes) if entry else "-"
-        path = "native" if entry else "shim"
+        path = "native" if entry else "view (no copy)" if name in VIEW_OPS else "shim"
         print(f"| {name} | {schema.tier} | {schema.family} | {path} | {dtypes} | {cases} |")
 
 

@@ -17,6 +17,7 @@ from . import versions
 from .ascend import CHIPS, ChipError, UnknownChipError
 from .hixl import ArgSpec, HixlError, all_ops, get_op
 from .nixl import REGISTRY, NixlError, device
+from .nixl.views import VIEW_OPS
 from .models.cli import add_parser as add_model_parser
 from .onnx.cli import add_parser as add_onnx_parser
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
@@ -70,7 +71,7 @@ def cmd_list(args) -> int:
         entry = REGISTRY.native(name)
         rows.append({
             "op": name, "tier": schema.tier, "family": schema.family,
-            "path": "native" if entry else "shim",
+            "path": "native" if entry else "view" if name in VIEW_OPS else "shim",
             "dtypes": list(schema.dtypes),
             "native_dtypes": list(entry.dtypes) if entry else [],
             "kernel": getattr(entry.kernel, "__name__", None) if entry else None,
@@ -84,7 +85,8 @@ def cmd_list(args) -> int:
     for col in ("op", "tier", "family", "path", "dtypes", "ONNX node cases"):
         table.add_column(col)
     for r in rows:
-        path = "[green]native[/]" if r["path"] == "native" else "[yellow]shim[/]"
+        path = {"native": "[green]native[/]", "view": "[green]view[/]"}.get(r["path"],
+                                                                          "[yellow]shim[/]")
         cases = r["onnx_node_cases"]
         table.add_row(r["op"], r["tier"], r["family"], path, ", ".join(r["dtypes"]),
                       f"{cases['passed']}/{cases['total']}" if cases else "-")
@@ -102,6 +104,8 @@ def _describe(res: CaseResult) -> list[str]:
         if hasattr(t, "tile"):
             detail += f", tile {t.tile}, buffers {t.buffer_num}"
         lines.append(f"  path: native ({detail})")
+    elif res.path == "view":
+        lines.append(f"  path: view ({res.reason})")
     else:
         lines.append(f"  path: shim ({res.reason})")
     for i, c in enumerate(res.comparisons):
@@ -111,8 +115,8 @@ def _describe(res: CaseResult) -> list[str]:
     if rec.launch is not None:
         lines.append(f"  modeled time: {rec.time_us:.2f} us on {res.chip} "
                      f"(launch {rec.launch.launch_us:.2f} us + cores {rec.launch.core_us:.2f} us)")
-    elif res.path == "native":
-        lines.append("  modeled time: 0 us (empty tensor: no launch)")
+    elif res.path in ("native", "view"):
+        lines.append("  modeled time: 0 us (no launch)")
     else:
         lines.append(f"  modeled time: {rec.time_us:.2f} us on {res.chip} (host round trips "
                      f"of the shim, nothing overlapped)")

@@ -65,7 +65,7 @@ def test_padding_is_masked_and_every_run_has_a_path(float32):
     enc = result.encoded[0]
     assert enc.length == 128 and enc.tokens == int(enc.mask.sum()) < 128
     record = result.records[0]
-    assert {r.path for r in record.runs} <= {"native", "shim"}
+    assert {r.path for r in record.runs} <= {"native", "shim", "view"}
     assert any(r.op.startswith("Fused[") for r in record.runs)
     covered = [n for r in record.runs for n in r.nodes]
     assert sorted(covered) == sorted(n.name for n in model.rep(128).graph.nodes)
@@ -97,7 +97,7 @@ def test_cli_writes_embeddings_and_the_profile(tmp_path, capsys):
     np.testing.assert_allclose(np.load(out)[0], REFERENCE[0], atol=1e-3)
     assert report["total_us"]["fused"] < report["total_us"]["unfused"]
     assert abs(sum(op["share"] for op in report["ops"]) - 1) < 1e-9
-    assert {op["path"] for op in report["ops"]} == {"native", "shim"}
+    assert {op["path"] for op in report["ops"]} == {"native", "shim", "view"}
 
 
 def test_a_missing_package_fails_with_the_install_line(monkeypatch):

@@ -22,6 +22,7 @@ class Block:
     nbytes: int          # rounded size, as mapped
     requested: int
     name: str
+    refs: int = 1        # tensors sharing the block (a view adds one)
 
 
 @dataclass
@@ -64,17 +65,25 @@ class GMAllocator:
             block = Block(self._next, size, nbytes, name)
             self.gm.map(block.addr, size)
             self._next += size
-        block.requested, block.name = nbytes, name
+        block.requested, block.name, block.refs = nbytes, name, 1
         self._live[block.addr] = block
         self.stats.allocs += 1
         self.stats.live_bytes += size
         self.stats.peak_bytes = max(self.stats.peak_bytes, self.stats.live_bytes)
         return block.addr
 
+    def share(self, addr: int) -> None:
+        """One more tensor (a view) uses the block at `addr`; it stays until all are freed."""
+        self._live[addr].refs += 1
+
     def free(self, addr: int) -> None:
-        block = self._live.pop(addr, None)
+        block = self._live.get(addr)
         if block is None:
             raise OutOfMemory(f"free of {addr:#x}: not a live allocation on {self.device_name}")
+        block.refs -= 1
+        if block.refs:
+            return
+        del self._live[addr]
         self.stats.live_bytes -= block.nbytes
         self.stats.cached_bytes += block.nbytes
         self._free.setdefault(block.nbytes, []).append(block)

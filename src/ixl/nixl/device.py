@@ -15,6 +15,7 @@ from .backend import Backend, create_backend
 from .errors import DeviceClosed, KernelStartFailed
 from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
+from .views import VIEW_OPS
 from .record import RunRecord
 from .registry import REGISTRY, Registry
 from .shim import run_shim
@@ -99,6 +100,8 @@ class Device:
                  for name, t in zip(schema.input_names(len(inputs)), inputs)]
         bound = schema.check(specs, attrs)
         out_specs = schema.infer_fn(schema, specs, bound)
+        if op in VIEW_OPS and not inputs[0].desc.is_padded:
+            return self._view(op, inputs, out_specs[0], bound)
         entry = self.registry.native(op)
         in_descs = [None if t is None else t.desc for t in inputs]
         reason = "no native kernel" if entry is None else entry.why_not(in_descs, bound)
@@ -119,6 +122,19 @@ class Device:
         self.last_profile = record
         self.stream.append(record)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _view(self, op: str, inputs, spec: ArgSpec, attrs: dict) -> DeviceTensor:
+        """A contiguous tensor re-described: same storage, no data moved, no launch."""
+        base = inputs[0]
+        self.allocator.share(base.addr)
+        out = DeviceTensor(self, TensorDesc.nd(spec.shape, spec.dtype), base.addr,
+                           f"{op}({base.name})")
+        record = RunRecord(op, self.chip.name, "view", [t and t.shape for t in inputs],
+                           base.dtype, reason="a view: the same bytes under a new shape",
+                           attrs=attrs)
+        self.last_profile = record
+        self.stream.append(record)
+        return out
 
     def run_graph(self, graph: Graph, feeds: dict, fuse: bool = False) -> dict:
         """Run a graph node by node (or, with `fuse`, chains of elementwise nodes as fused

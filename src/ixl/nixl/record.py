@@ -12,7 +12,7 @@ from ..ascend.simulator import LaunchRecord
 class RunRecord:
     op: str
     chip: str
-    path: str                     # "native" or "shim"
+    path: str                     # "native", "shim", or "view" (metadata only, no data moved)
     shapes: list[tuple[int, ...]]
     dtype: str | None
     reason: str | None = None     # why the shim ran
