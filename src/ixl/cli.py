@@ -9,12 +9,12 @@ import sys
 
 import numpy as np
 
-from rich.console import Console
 from rich.table import Table
 
 from . import explain as explain_mod
 from . import versions
 from .ascend import CHIPS, ChipError, UnknownChipError
+from .console import err, out
 from .hixl import ArgSpec, HixlError, all_ops, get_op
 from .nixl import REGISTRY, NixlError, device
 from .nixl.views import VIEW_OPS
@@ -23,8 +23,6 @@ from .onnx.cli import add_parser as add_onnx_parser
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
 from .verify import CaseResult, run_case, verify_op_cases
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 USER_ERRORS = (HixlError, ChipError, NixlError, UnknownChipError, ValueError, TypeError)
 

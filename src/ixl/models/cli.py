@@ -7,14 +7,13 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
 from ..ascend import CHIPS
+from ..console import out
 from ..nixl import GraphRecord
 from .minilm import DTYPES, MiniLM
 
-out = Console(highlight=False, soft_wrap=True)
 
 
 def add_parser(subparsers) -> None:
@@ -53,7 +52,8 @@ def per_op(records: list[GraphRecord]) -> list[OpRow]:
             row = rows.setdefault((run.op, run.path), OpRow(run.op, run.path))
             row.count += 1
             row.time_us += run.time_us
-            row.why = row.why or run.reason or ""
+            if run.path == "shim":
+                row.why = row.why or run.reason or ""
     return sorted(rows.values(), key=lambda r: -r.time_us)
 
 
@@ -100,7 +100,8 @@ def print_table(rows: list[OpRow], total: float, title: str) -> None:
         table.add_column(col, justify="right")
     table.add_column("why the shim")
     for r in rows:
-        path = "[green]native[/]" if r.path == "native" else "[yellow]shim[/]"
+        path = {"native": "[green]native[/]", "view": "[green]view[/]"}.get(r.path,
+                                                                       "[yellow]shim[/]")
         table.add_row(r.op, path, str(r.count), f"{r.time_us:.1f}",
                       f"{100 * r.time_us / total:.1f}%", r.why)
     out.print(table)

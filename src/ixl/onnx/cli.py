@@ -6,13 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from rich.console import Console
 from rich.table import Table
 
 from ..ascend import CHIPS
+from ..console import out
 from .backend import IxlBackend, IxlBackendRep
 
-out = Console(highlight=False, soft_wrap=True)
 
 
 def add_parser(subparsers) -> None:
