@@ -148,3 +148,13 @@ def test_where_with_a_condition_row_broadcast_over_many_rows(dev, dtype):
     out = dev.run("Where", dev.tensor(cond), dev.tensor(x), dev.tensor(y))
     assert dev.last_profile.path == "native"
     np.testing.assert_array_equal(out.numpy(), np.where(cond, x, y))
+
+
+@pytest.mark.parametrize("axes", [[1], [2], [-1], [0, 2]])
+def test_reductions_read_their_axes_when_shapes_cannot_tell(dev, axes):
+    """keepdims=0 on (3, 2, 2): axis 1 and axis 2 leave the same shape; the host reads the
+    axes input, so the native kernel reduces the right one."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    out = dev.run("ReduceSum", dev.tensor(x), dev.tensor(np.array(axes, np.int64)), keepdims=0)
+    assert dev.last_profile.path == "native"
+    np.testing.assert_array_equal(out.numpy(), x.sum(axis=tuple(axes)))

@@ -1,10 +1,10 @@
 """Native ReduceSum, ReduceMax, ReduceMin and ReduceMean on the axis template.
 
 A reduction is one statistic per unit, merged over segments with its own combination. The host
-tiling learns the reduced axes from the input and output shapes, because a tiling function sees
-tensor descs, not the contents of the axes input: with keepdims=1 (or an identity) that is
-exact; with keepdims=0 two axis sets can leave one output shape ((3, 2, 2) -> (3, 2) from axis
-1 or axis 2), and such a call declines to the shim, visibly, until the host can see the axes.
+tiling reads the reduced axes from the axes input's desc, which carries the contents the host
+read back; without them (a caller that hands descs alone) it learns them from the input and
+output shapes, which is exact with keepdims=1, and a keepdims=0 call whose shapes two axis sets
+explain ((3, 2, 2) -> (3, 2) from axis 1 or axis 2) declines to the shim, visibly.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def reduced_axes(shape: tuple, out_shape: tuple) -> frozenset:
 
 def _declines(in_descs, attrs) -> str | None:
     axes = in_descs[1] if len(in_descs) > 1 else None
-    if attrs["keepdims"] or axes is None or not axes.shape[0]:
+    if attrs["keepdims"] or axes is None or not axes.shape[0] or axes.value is not None:
         return padded_storage(in_descs)
     shape = in_descs[0].shape
     seen: dict = {}
@@ -72,9 +72,19 @@ def _declines(in_descs, attrs) -> str | None:
     return padded_storage(in_descs)
 
 
+def _axes(ins, outs) -> frozenset:
+    """The reduced axes: read from the axes input when the host has its contents, else
+    learned from the shapes."""
+    shape = ins[0].shape
+    given = ins[1].value if len(ins) > 1 and ins[1] is not None else None
+    if given:
+        return _canonical(shape, {int(a) % len(shape) for a in given})
+    return reduced_axes(shape, outs[0].shape)
+
+
 def _tiling(op):
     def tiling(ins, outs, attrs, chip, config):
-        return plan(op, ins[0], reduced_axes(ins[0].shape, outs[0].shape), chip, config)
+        return plan(op, ins[0], _axes(ins, outs), chip, config)
     return tiling
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 
@@ -103,7 +104,9 @@ class Device:
         if op in VIEW_OPS and not inputs[0].desc.is_padded:
             return self._view(op, inputs, out_specs[0], bound)
         entry = self.registry.native(op)
-        in_descs = [None if t is None else t.desc for t in inputs]
+        in_descs = [None if t is None else t.desc if s.value is None
+                    else dataclasses.replace(t.desc, value=s.value)
+                    for t, s in zip(inputs, specs)]
         reason = "no native kernel" if entry is None else entry.why_not(in_descs, bound)
         out_descs = (entry.desc_fn(in_descs, bound) if entry is not None and reason is None
                      and entry.desc_fn else [TensorDesc.nd(s.shape, s.dtype) for s in out_specs])
@@ -112,7 +115,7 @@ class Device:
             for desc, name in zip(out_descs, schema.outputs):
                 outputs.append(self.empty(desc.shape, desc.dtype, f"{op}.{name}", desc))
             if reason is None:
-                record = run_native(self, entry, list(inputs), outputs, bound, config)
+                record = run_native(self, entry, list(inputs), outputs, bound, config, in_descs)
             else:
                 record = run_shim(self, schema, list(inputs), outputs, bound, reason)
         except BaseException:

@@ -13,7 +13,9 @@ from .version import RUNTIME_VERSION, compatible
 
 
 def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: dict,
-               config: dict | None = None) -> RunRecord:
+               config: dict | None = None, in_descs: list | None = None) -> RunRecord:
+    """Launch `entry` on device tensors; `in_descs` may carry what the host read back of
+    shape-deciding inputs (their `value`), which the tiling then sees."""
     chip = device.chip
     name = getattr(entry.kernel, "__name__", entry.op)
     if not compatible(entry.built_for_runtime, RUNTIME_VERSION):
@@ -28,8 +30,9 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     if config is None:      # a configuration `ixl tune` chose for this case, if any
         config = tuning_cache.lookup(chip.name, entry.op, [t and t.shape for t in inputs],
                                      present[0].dtype if present else None)
-    plan = entry.tiling([t and t.desc for t in inputs], [t.desc for t in outputs], attrs,
-                        chip, config)
+    if in_descs is None:
+        in_descs = [t and t.desc for t in inputs]
+    plan = entry.tiling(in_descs, [t.desc for t in outputs], attrs, chip, config)
     record = RunRecord(entry.op, chip.name, "native", [t and t.shape for t in inputs],
                        present[0].dtype if present else None, kernel=name,
                        block_dim=plan.block_dim, tiling=plan.tiling, config=config, attrs=attrs)

@@ -22,6 +22,7 @@ class TensorDesc:
     shape: tuple[int, ...]            # logical dims: what the op means
     storage_shape: tuple[int, ...]    # dims as laid out in GM (padded where the layout needs)
     format: Format = Format.ND
+    value: tuple | None = None        # contents the host read back (axes, shape, k inputs)
 
     @classmethod
     def nd(cls, shape, dtype: str) -> TensorDesc:
