@@ -228,12 +228,16 @@ def test_bad_input_is_refused_before_any_kernel_runs(dev):
         x.free()
 
 
-def test_keepdims_0_with_ambiguous_axes_declines_visibly(dev):
-    """(3, 2, 2) -> (3, 2) is axis 1 or axis 2: the host tiling sees only shapes, so the call
-    runs on the shim and says why."""
+def test_keepdims_0_with_ambiguous_axes_reads_the_axes(dev):
+    """(3, 2, 2) -> (3, 2) is axis 1 or axis 2: shapes cannot tell, the axes input's contents
+    (read back by the host, carried on its desc) can; without them the kernel declines."""
     x = np.random.default_rng(4).uniform(-1, 1, (3, 2, 2)).astype(np.float32)
-    (y,), rec = _run(dev, "ReduceSum", [x, np.array([1], np.int64)], keepdims=0)
-    assert rec.path == "shim" and "axes" in rec.reason
-    np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-6)
+    for axis in (1, 2):
+        (y,), rec = _run(dev, "ReduceSum", [x, np.array([axis], np.int64)], keepdims=0)
+        assert rec.path == "native"
+        np.testing.assert_allclose(y, x.sum(axis=axis), rtol=1e-6)
+    from ixl.nixl import REGISTRY, TensorDesc
+    blind = [TensorDesc.nd((3, 2, 2), "float32"), TensorDesc.nd((1,), "int64")]
+    assert "axes" in REGISTRY.native("ReduceSum").declines(blind, {"keepdims": 0})
     x = np.ones((3, 4, 5), np.float32)                 # (3, 5) comes from axis 1 only
     _check(dev, "ReduceSum", [x, np.array([1], np.int64)], keepdims=0)
