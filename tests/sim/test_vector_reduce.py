@@ -3,27 +3,9 @@
 import numpy as np
 import pytest
 
-from ixl.ascend import AICore, Mode, get_chip
 from ixl.ascend import lang as asc
 from ixl.ascend.errors import AicoreOutOfBound
-
-
-@pytest.fixture
-def core():
-    c = AICore(get_chip("910B1"), 0, Mode(debug=True))
-    c.begin_block(0, 1)
-    yield c
-    c.end_block(check=False)
-
-
-def _buf(core, dtype, count, fill=None):
-    pipe = core.pipes[0] if core.pipes else asc.TPipe()
-    b = asc.TBuf()
-    pipe.init_buffer(b, count * np.dtype(dtype).itemsize)
-    t = b.get(dtype, count)
-    if fill is not None:
-        t.view()[:] = fill
-    return t
+from tests.sim.conftest import ub_tensor
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -32,8 +14,8 @@ def test_one_result_per_block(core, dtype, name, fn):
     lanes = 256 // np.dtype(dtype).itemsize
     blk = 32 // np.dtype(dtype).itemsize
     data = np.random.default_rng(0).uniform(-4, 4, 3 * lanes).astype(dtype)
-    src = _buf(core, dtype, 3 * lanes, data)
-    dst = _buf(core, dtype, 24, 0)
+    src = ub_tensor(core, dtype, 3 * lanes, data)
+    dst = ub_tensor(core, dtype, 24, 0)
     getattr(asc, f"block_reduce_{name}")(dst, src, lanes, 3)
     want = fn(data.astype(np.float32).reshape(24, blk), axis=1).astype(dtype)
     np.testing.assert_allclose(dst.numpy().astype(np.float32), want.astype(np.float32),
@@ -41,22 +23,22 @@ def test_one_result_per_block(core, dtype, name, fn):
 
 
 def test_masked_lanes_take_no_part_and_empty_blocks_keep_their_value(core):
-    src = _buf(core, np.float32, 64, np.arange(64))
-    dst = _buf(core, np.float32, 8, -1)
+    src = ub_tensor(core, np.float32, 64, np.arange(64))
+    dst = ub_tensor(core, np.float32, 8, -1)
     asc.block_reduce_sum(dst, src, 12, 1)        # lanes 0..11: block 0 whole, block 1 half
     np.testing.assert_array_equal(dst.numpy(), [28, 8 + 9 + 10 + 11, -1, -1, -1, -1, -1, -1])
 
 
 def test_dst_rep_stride_counts_one_repeats_results(core):
-    src = _buf(core, np.float32, 128, 1)
-    dst = _buf(core, np.float32, 24, 0)
+    src = ub_tensor(core, np.float32, 128, 1)
+    dst = ub_tensor(core, np.float32, 24, 0)
     asc.block_reduce_max(dst, src, 64, 2, dst_rep_stride=2)
     np.testing.assert_array_equal(dst.numpy(), [1] * 8 + [0] * 8 + [1] * 8)
 
 
 def test_dst_overrun_is_an_out_of_bound_error(core):
-    src = _buf(core, np.float32, 128, 1)
-    dst = _buf(core, np.float32, 8, 0)
+    src = ub_tensor(core, np.float32, 128, 1)
+    dst = ub_tensor(core, np.float32, 8, 0)
     with pytest.raises(AicoreOutOfBound):
         asc.block_reduce_sum(dst, src, 64, 2)
 
@@ -64,8 +46,8 @@ def test_dst_overrun_is_an_out_of_bound_error(core):
 def test_cost_is_the_simple_rate_in_float32_and_the_reduce_rate_in_float16(core):
     def cycles(dtype, fn):
         n = 32 * 256 // np.dtype(dtype).itemsize
-        a = _buf(core, dtype, n, 1)
-        d = _buf(core, dtype, n, 0)
+        a = ub_tensor(core, dtype, n, 1)
+        d = ub_tensor(core, dtype, n, 0)
         before = core.timeline.stats[asc.Pipe.V].busy
         fn(d, a, n)
         return core.timeline.stats[asc.Pipe.V].busy - before

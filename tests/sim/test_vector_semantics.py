@@ -6,34 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ixl.ascend import AICore, Mode, get_chip
 from ixl.ascend import lang as asc
 from ixl.ascend.errors import IllegalInstruction
 from ixl.ascend.vector import RoundMode, round_to
-
-
-@pytest.fixture
-def core():
-    c = AICore(get_chip("910B1"), 0, Mode(debug=True))
-    c.begin_block(0, 1)
-    yield c
-    c.end_block(check=False)
-
-
-def _buf(core, dtype, count, fill=None):
-    pipe = core.pipes[0] if core.pipes else asc.TPipe()
-    b = asc.TBuf()
-    pipe.init_buffer(b, count * np.dtype(dtype).itemsize)
-    t = b.get(dtype, count)
-    if fill is not None:
-        t.view()[:] = fill
-    return t
+from tests.sim.conftest import ub_tensor
 
 
 def test_continuous_mask_leaves_masked_lanes_untouched(core):
-    a = _buf(core, np.float16, 256, np.arange(256) % 7)
-    b = _buf(core, np.float16, 256, 1)
-    d = _buf(core, np.float16, 256, -5)
+    a = ub_tensor(core, np.float16, 256, np.arange(256) % 7)
+    b = ub_tensor(core, np.float16, 256, 1)
+    d = ub_tensor(core, np.float16, 256, -5)
     asc.add(d, a, b, 100, 2, asc.BinaryRepeatParams())    # 100 of 128 lanes, 2 repeats
     got = d.numpy()
     want = np.full(256, -5, np.float16)
@@ -43,8 +25,8 @@ def test_continuous_mask_leaves_masked_lanes_untouched(core):
 
 
 def test_bitwise_mask_selects_lanes_lsb_first(core):
-    a = _buf(core, np.float32, 64, np.arange(64))
-    d = _buf(core, np.float32, 64, 0)
+    a = ub_tensor(core, np.float32, 64, np.arange(64))
+    d = ub_tensor(core, np.float32, 64, 0)
     asc.muls(d, a, 2.0, [0b1011, 0], 1)
     want = np.zeros(64, np.float32)
     want[[0, 1, 3]] = [0, 2, 6]
@@ -52,8 +34,8 @@ def test_bitwise_mask_selects_lanes_lsb_first(core):
 
 
 def test_repeat_zero_is_a_noop_that_still_costs_time(core):
-    a = _buf(core, np.float32, 64, 3)
-    d = _buf(core, np.float32, 64, 9)
+    a = ub_tensor(core, np.float32, 64, 3)
+    d = ub_tensor(core, np.float32, 64, 9)
     before = core.timeline.stats[asc.Pipe.V].count
     asc.add(d, a, a, 64, 0, asc.BinaryRepeatParams())
     assert (d.numpy() == 9).all()
@@ -62,8 +44,8 @@ def test_repeat_zero_is_a_noop_that_still_costs_time(core):
 
 def test_block_and_repeat_strides(core):
     # src block stride 2: each repeat reads every other 32-byte block.
-    src = _buf(core, np.float32, 256, np.arange(256))
-    dst = _buf(core, np.float32, 64, 0)
+    src = ub_tensor(core, np.float32, 256, np.arange(256))
+    dst = ub_tensor(core, np.float32, 64, 0)
     asc.abs(dst, src, 64, 1, asc.UnaryRepeatParams(dst_blk_stride=1, src_blk_stride=2,
                                                     dst_rep_stride=8, src_rep_stride=16))
     want = np.concatenate([np.arange(k * 16, k * 16 + 8) for k in range(8)])
@@ -71,15 +53,15 @@ def test_block_and_repeat_strides(core):
 
 
 def test_src_block_stride_zero_rereads_the_first_block(core):
-    src = _buf(core, np.float16, 128, np.arange(128))
-    dst = _buf(core, np.float16, 128, 0)
+    src = ub_tensor(core, np.float16, 128, np.arange(128))
+    dst = ub_tensor(core, np.float16, 128, 0)
     asc.relu(dst, src, 128, 1, asc.UnaryRepeatParams(src_blk_stride=0))
     np.testing.assert_array_equal(dst.numpy(), np.tile(np.arange(16), 8))
 
 
 def test_count_form_handles_any_count(core):
-    a = _buf(core, np.float16, 1000, np.linspace(-3, 3, 1000))
-    d = _buf(core, np.float16, 1000, 0)
+    a = ub_tensor(core, np.float16, 1000, np.linspace(-3, 3, 1000))
+    d = ub_tensor(core, np.float16, 1000, 0)
     asc.exp(d, a, 999)
     want = np.exp(np.linspace(-3, 3, 1000).astype(np.float16).astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(d.numpy()[:999], want[:999])
@@ -87,9 +69,9 @@ def test_count_form_handles_any_count(core):
 
 
 def test_whole_reduce_sum_and_max_one_value_per_repeat(core):
-    src = _buf(core, np.float32, 192, np.arange(192) % 10)
-    s = _buf(core, np.float32, 8, -1)
-    m = _buf(core, np.float32, 8, -1)
+    src = ub_tensor(core, np.float32, 192, np.arange(192) % 10)
+    s = ub_tensor(core, np.float32, 8, -1)
+    m = ub_tensor(core, np.float32, 8, -1)
     asc.whole_reduce_sum(s, src, 64, 3)
     asc.whole_reduce_max(m, src, 10, 3)
     x = (np.arange(192) % 10).reshape(3, 64)
@@ -99,22 +81,22 @@ def test_whole_reduce_sum_and_max_one_value_per_repeat(core):
 
 
 def test_duplicate_and_scalar_ops(core):
-    d = _buf(core, np.int32, 64, 0)
+    d = ub_tensor(core, np.int32, 64, 0)
     asc.duplicate(d, 7, 64)
     asc.adds(d, d, 5, 64)
     assert (d.numpy() == 12).all()
 
 
 def test_cast_path_that_the_chip_lacks(core):
-    a = _buf(core, np.float16, 64, 1)
-    d = _buf(core, ml_dtypes.bfloat16, 64, 0)
+    a = ub_tensor(core, np.float16, 64, 1)
+    d = ub_tensor(core, ml_dtypes.bfloat16, 64, 0)
     with pytest.raises(IllegalInstruction, match=r"cast from float16 to bfloat16 has no path"):
         asc.cast(d, a, RoundMode.CAST_RINT, 64)
 
 
 def test_cast_rejects_round_mode_outside_the_table(core):
-    a = _buf(core, np.float16, 64, 1)
-    d = _buf(core, np.float32, 64, 0)
+    a = ub_tensor(core, np.float16, 64, 1)
+    d = ub_tensor(core, np.float32, 64, 0)
     with pytest.raises(IllegalInstruction, match=r"float16->float32 does not take CAST_FLOOR"):
         asc.cast(d, a, RoundMode.CAST_FLOOR, 64)
 
