@@ -8,6 +8,7 @@ in float32 for half inputs where precision needs it (`float32=True`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ..ascend import lang as asc
 from ..hixl import get_op
@@ -250,29 +251,50 @@ for _op in BODIES:
 
 
 class _Fusion:
-    """Fused kernels for the fusion pass: a program of these bodies, cached by signature."""
+    """Fused kernels for the fusion pass, cached by signature: a program of these bodies, or
+    these bodies around an anchor, an op registered with `add_anchor` (the axis ops), whose
+    kernel runs the bodies before it on its input and those after it on its output."""
 
     def __init__(self):
         self._cache: dict[str, KernelEntry] = {}
+        self._anchors: dict[str, Callable[..., dict]] = {}
 
-    def can_fuse(self, op: str) -> bool:
-        return op in BODIES and op != "Cast"      # a fused chain keeps one dtype
+    def add_anchor(self, op: str, build: Callable[..., dict]) -> None:
+        """`build(kernel_name, program, at, args, attrs, in_descs, out)` gives the anchor's
+        fused kernel, tiling, dtypes, declines and tuning space: `program` holds the other
+        steps, the anchor's own (reading value ids `args`) being step `at`."""
+        self._anchors[op] = build
+
+    def role(self, op: str) -> str | None:
+        """What `op` can be in a fused chain: "map" (a body), "anchor" or nothing."""
+        if op in self._anchors:
+            return "anchor"
+        return "map" if op in BODIES and op != "Cast" else None   # a fused chain keeps one dtype
 
     def entry(self, steps: list, in_descs: list, out: TensorDesc) -> KernelEntry:
         key = repr(([(op, args, sorted(attrs.items())) for op, args, attrs in steps],
                     [(d.shape, d.dtype) for d in in_descs], out.shape, out.dtype))
         if key not in self._cache:
-            program = tuple(Step(op, BODIES[op], tuple(args), tuple(sorted(attrs.items())))
-                            for op, args, attrs in steps)
-            name = "fused_" + "_".join(op.lower() for op, _, _ in steps) + "_kernel"
-            self._cache[key] = KernelEntry(
-                op="Fused[" + "+".join(op for op, _, _ in steps) + "]",
-                kernel=make_kernel(name, len(in_descs)),
-                tiling=lambda ins, outs, attrs, chip, config: plan(list(ins), outs[0], chip,
-                                                                   program, config),
-                dtypes=("bool",) + FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
-                arg_names=tuple(f"in{i}" for i in range(len(in_descs))) + ("y",))
+            self._cache[key] = self._build(steps, in_descs, out)
         return self._cache[key]
 
+    def _build(self, steps: list, in_descs: list, out: TensorDesc) -> KernelEntry:
+        program = tuple(Step(op, BODIES[op], tuple(args), tuple(sorted(attrs.items())))
+                        for op, args, attrs in steps if op not in self._anchors)
+        at = next((k for k, (op, _, _) in enumerate(steps) if op in self._anchors), None)
+        name = "fused_" + "_".join(op.lower() for op, _, _ in steps) + "_kernel"
+        if at is None:
+            parts = {"kernel": make_kernel(name, len(in_descs)), "dtypes": ("bool",) + FLOATS,
+                     "tiling": lambda ins, outs, attrs, chip, config: plan(
+                         list(ins), outs[0], chip, program, config)}
+        else:
+            op, args, attrs = steps[at]
+            parts = self._anchors[op](name, program, at, args, attrs, in_descs, out)
+        return KernelEntry(op="Fused[" + "+".join(op for op, _, _ in steps) + "]",
+                           built_for_runtime=BUILT_FOR_RUNTIME,
+                           arg_names=tuple(f"in{i}" for i in range(len(in_descs))) + ("y",),
+                           **parts)
 
-REGISTRY.register_fusion(_Fusion())
+
+FUSION = _Fusion()
+REGISTRY.register_fusion(FUSION)
