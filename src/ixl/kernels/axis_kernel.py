@@ -5,21 +5,29 @@ out, pads and casts them, reduces along the axis and broadcasts statistics back 
 merges statistics over segments when a unit is longer than UB (see axis_plan.py for the
 layouts). Statistics are vectors in UB with one value per row (row layout) or per column
 (column layout), so merging and finishing them are ordinary count-form vector instructions.
+
+A fused kernel (axis_plan.Fusion) loads the prologue's inputs segment by segment as it would
+x, side by side in one queue slot, runs their elementwise bodies (elementwise_ops.BODIES, in
+the compute dtype) into the tile of x and puts the op's identity back in its pad lanes; the
+epilogue's bodies run on the finished tile before it is converted and copied out. Streamed
+segments recompute the prologue on each pass, as they reload x.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from ..ascend import lang as asc
 from ..hixl.dtypes import to_numpy
 from ..nixl import KernelContext
-from .axis_plan import (STAT_ITEMSIZE, AxisTiling, param_region, reduce_steps, row_pitch,
-                        ub_plan)
+from .axis_plan import (PLAIN, STAT_ITEMSIZE, AxisTiling, Fusion, param_region, reduce_steps,
+                        row_pitch, ub_plan)
+from .elementwise import BodyArgs
 
 # kind -> (block reduction, whole-repeat reduction, elementwise combination)
 REDUCERS = {
@@ -80,12 +88,16 @@ def convert(dst: asc.LocalTensor, src: asc.LocalTensor, count: int) -> None:
         asc.cast(dst, src, asc.RoundMode.CAST_RINT, count)
 
 
-def fill(dst: asc.LocalTensor, value, count: int) -> None:
-    """Duplicate a value of dst's dtype through the same-width integer view (bfloat16 has no
-    vector arithmetic, its bits do)."""
+def as_bits(dst: asc.LocalTensor, value):
+    """dst's same-width integer view and `value`'s bits in it: a fill that works for any
+    storage type (bfloat16 has no vector arithmetic, its bits do)."""
     bits = {2: np.int16, 4: np.int32}[dst.itemsize]
-    word = np.array(value, dst.dtype).view(bits).item()
-    asc.duplicate(dst.reinterpret(bits), word, count)
+    return dst.reinterpret(bits), np.array(value, dst.dtype).view(bits).item()
+
+
+def fill(dst: asc.LocalTensor, value, count: int) -> None:
+    """Duplicate a value of dst's dtype."""
+    asc.duplicate(*as_bits(dst, value), count)
 
 
 def copy_rows(dst, src, rows: int, count: int, gm_pitch: int, ub_pitch: int,
@@ -184,6 +196,37 @@ class Tile:
         else:
             rowwise(fn, dst, src, stat, self.rows, self.pitch, self.pitch, per_row=False)
 
+    def fill_pads(self, x, value, start: int) -> None:
+        """Lanes [start, pitch) of every row hold `value` (any storage type, see `as_bits`): a
+        bit-masked duplicate for the block `start` falls in, then one for the whole blocks
+        after it."""
+        chip = self.k.chip
+        x, word = as_bits(x, value)
+        blk = chip.block_elems(x.itemsize)
+        head, body = start // blk * blk, -(-start // blk) * blk
+        if head < start:
+            self._across_rows(x, head, word, ((1 << blk) - (1 << (start - head)), 0))
+        if body < self.pitch:
+            self._across_rows(x, body, word, self.pitch - body)
+
+    def _across_rows(self, x, offset, word, mask) -> None:
+        """Duplicate `word` into the lanes `mask` selects (an int: the first lanes) from
+        `offset` on in every row: one repeat per row where the row stride fits the repeat
+        field and the lanes one repeat, else row by row."""
+        chip = self.k.chip
+        stride = self.pitch // chip.block_elems(x.itemsize)
+        if stride <= chip.max_repeat and not (isinstance(mask, int)
+                                              and mask > chip.lanes(x.itemsize)):
+            for r0, n in chunks(self.rows, chip.max_repeat, self.pitch * x.itemsize,
+                                chip.block_bytes):
+                asc.duplicate(x[r0 * self.pitch + offset], word, mask, n, 1, stride)
+            return
+        for r in range(self.rows):
+            if isinstance(mask, int):
+                asc.duplicate(x[r * self.pitch + offset], word, mask)    # count form
+            else:
+                asc.duplicate(x[r * self.pitch + offset], word, mask, 1)
+
     def scale(self, fn, dst, src, vec) -> None:
         """dst = fn(src, vec) with one vector along the row for every row (row layout)."""
         rowwise(fn, dst, src, vec, self.rows, self.pitch, self.count, per_row=False)
@@ -244,18 +287,23 @@ class Segment(NamedTuple):
 class AxisKernel:
     """One block of an axis kernel: its pipe, queues and buffers, and the unit loop."""
 
-    def __init__(self, ctx: KernelContext, op: AxisOp, x, params: list, y, stat_outs: list):
+    def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list, y,
+                 stat_outs: list, fusion: Fusion = PLAIN, inputs: tuple = ()):
+        """`xs`: the GM tensors loaded as tiles (x, or the prologue's inputs); `inputs`: the
+        kernel's inputs by value id (a fusion reads its scalars from them)."""
         t: AxisTiling = ctx.tiling
         self.ctx, self.t, self.op, self.chip = ctx, t, op, ctx.chip
-        self.x, self.y, self.stat_outs = x, y, stat_outs
+        self.xs, self.y, self.stat_outs = xs, y, stat_outs
         self.param_src = params
+        self.fusion = fusion
         self.sdt, self.cdt = to_numpy(t.dtype), to_numpy(t.compute_dtype)
         self.widen = self.sdt != self.cdt
         self.blk = self.chip.block_elems(self.cdt.itemsize)
         self.step = max(self.blk, self.chip.block_elems(self.sdt.itemsize))
         ub = ub_plan(op, t.layout, t.rows, t.pitch, self.sdt.itemsize, self.cdt.itemsize,
-                     t.buffer_num, t.params, not t.resident, self.chip)
+                     t.buffer_num, t.params, not t.resident, self.chip, fusion)
         self.ub = ub
+        self.span = fusion.span(t.rows * t.pitch, self.chip)
         pipe = asc.TPipe()
         self.in_q = self._queue(pipe, asc.TPosition.VECIN, ub.in_slot)
         self.out_q = self._queue(pipe, asc.TPosition.VECOUT, ub.out_slot)
@@ -269,6 +317,64 @@ class AxisKernel:
         for j, i in enumerate(present):
             self.param_tensors[i] = par[j * t.pitch]
         self._held = None
+        self._init_bodies(pipe, inputs)
+
+    def _init_bodies(self, pipe, inputs: tuple) -> None:
+        """A fusion's buffers, carved from one in the order Fusion.buffers counts them; its
+        scalars read and spread once per block; its programs resolved."""
+        f = self.fusion
+        counts = f.buffers(self.widen)
+        bodies = self._buf(pipe, self.ub.bodies)
+        tiles = iter([bodies[k * self.span] for k in range(sum(counts))])
+        self.converted, self.results, self.temps, consts = (
+            [next(tiles) for _ in range(c)] for c in counts)
+        values = self._read_scalars(pipe, inputs)
+        self.base = [None] * len(inputs)         # per kernel input: its tile, if a body reads one
+        for buf, i in zip(consts, f.consts):
+            asc.duplicate(buf, values[i], self.span)
+            self.base[i] = buf
+        self.prologue = self._program(f.prologue, values)
+        self.epilogue = self._program(f.epilogue, values)
+
+    def _read_scalars(self, pipe, inputs: tuple) -> dict:
+        """One-element inputs: each into its own UB block, then read by the scalar unit."""
+        if not self.fusion.scalars:
+            return {}
+        blocks = asc.TBuf()
+        pipe.init_buffer(blocks, self.ub.scalars)
+        values = {}
+        for k, i in enumerate(self.fusion.scalars):
+            dtype = inputs[i].dtype
+            local = blocks.get(np.uint8)[k * self.chip.block_bytes].reinterpret(dtype)
+            asc.data_copy_pad(local, inputs[i], asc.DataCopyExtParams(1, dtype.itemsize, 0, 0))
+            asc.set_flag(asc.HardEvent.MTE2_S, 0)
+            asc.wait_flag(asc.HardEvent.MTE2_S, 0)
+            values[i] = local.get_value(0)
+        return values
+
+    @staticmethod
+    def _program(steps: tuple, values: dict) -> list:
+        """Per step: body, data value ids, attributes with the scalar operands' values."""
+        out = []
+        for step in steps:
+            n_data = len(step.args) - len(step.body.scalars)
+            attrs = dict(step.attrs)
+            attrs.update((name, values.get(a))
+                         for name, a in zip(step.body.scalars, step.args[n_data:]))
+            out.append((step.body.fn, step.args[:n_data], attrs))
+        return out
+
+    def _run_steps(self, program: list, values: list, tile: Tile, last):
+        """Run a program's bodies over the whole tile (pad lanes too); each result goes to the
+        next result buffer, the last to `last` (None: a result buffer too). A chain's step
+        reads only its predecessor's result, so two buffers in turn suffice."""
+        lanes = self.chip.repeat_bytes // 2
+        nv = -(-tile.size // lanes) * lanes
+        for j, (fn, args, attrs) in enumerate(program):
+            out = last if j == len(program) - 1 and last is not None else self.results[j % 2]
+            fn(BodyArgs(out, [values[a] for a in args], self.temps, tile.size, nv, attrs))
+            values.append(out)
+        return values[-1]
 
     def _queue(self, pipe, position, nbytes):
         if not nbytes:
@@ -374,29 +480,41 @@ class AxisKernel:
 
     # ---- moving tiles ----
     def _load(self, tile: Tile, seg: Segment):
-        """Copy a segment in (pad lanes hold the op's identity) and widen it to the compute
-        dtype; returns the tile in UB."""
-        x = self.in_q.alloc_tensor(self.sdt)
-        copy_rows(x, self.x[seg.offset], seg.rows, seg.count, seg.gm_pitch, tile.pitch,
-                  self.op.pad if tile.row else None)
-        self.in_q.enque(x)
-        x = self.in_q.deque()
+        """Copy a segment of x in (pad lanes hold the op's identity: the copy pads its last
+        block, the rest of the pitch is filled) and widen it to the compute dtype; a fusion
+        copies its prologue's inputs instead, side by side. Returns the tile of x in UB."""
+        slot = self.in_q.alloc_tensor(self.sdt)
+        for k, src in enumerate(self.xs):
+            copy_rows(slot[k * self.span], src[seg.offset], seg.rows, seg.count, seg.gm_pitch,
+                      tile.pitch, self.op.pad if tile.row else None)
+        self.in_q.enque(slot)
+        slot = self.in_q.deque()
+        if self.prologue:
+            return self._run_prologue(tile, slot)
         if tile.row:
-            self._fill_gap(x, tile)
+            blk = self.chip.block_elems(slot.itemsize)
+            tile.fill_pads(slot, self.op.pad, -(-tile.count // blk) * blk)
         if not self.widen:
-            self._held = x
-            return x
-        convert(self.work, x, tile.size)
-        self.in_q.free_tensor(x)
+            self._held = slot
+            return slot
+        convert(self.work, slot, tile.size)
+        self.in_q.free_tensor(slot)
         return self.work
 
-    def _fill_gap(self, x, tile: Tile) -> None:
-        """Pad lanes past the copy's own block padding, when the pitch is wider still."""
-        copied = -(-tile.count // self.chip.block_elems(x.itemsize)) \
-            * self.chip.block_elems(x.itemsize)
-        if copied < tile.pitch:
-            for r in range(tile.rows):
-                fill(x[r * tile.pitch + copied], self.op.pad, tile.pitch - copied)
+    def _run_prologue(self, tile: Tile, slot):
+        """x computed from the prologue's input tiles; its pad lanes get the op's identity
+        back, as bodies leave anything there."""
+        values = list(self.base)
+        for k, i in enumerate(self.fusion.tiles):
+            values[i] = slot[k * self.span]
+            if self.widen:
+                convert(self.converted[k], values[i], tile.size)
+                values[i] = self.converted[k]
+        x = self._run_steps(self.prologue, values, tile, self.work)
+        self.in_q.free_tensor(slot)
+        if tile.row:
+            tile.fill_pads(x, self.op.pad, tile.count)
+        return x
 
     def _release(self) -> None:
         if self._held is not None:
@@ -408,9 +526,13 @@ class AxisKernel:
             self._release()
             return
         y = self.out_q.alloc_tensor(self.sdt)
-        self.op.finish(tile, x if self.widen else y, x, st)
-        if self.widen:
-            convert(y, x, tile.size)
+        result = y if not (self.widen or self.epilogue) else x
+        self.op.finish(tile, result, x, st)
+        if self.epilogue:
+            values = self.base + [None] * len(self.prologue) + [result]
+            result = self._run_steps(self.epilogue, values, tile, None if self.widen else y)
+        if result is not y:
+            convert(y, result, tile.size)
         self.out_q.enque(y)
         self._release()
         y = self.out_q.deque()
@@ -494,7 +616,25 @@ def make_kernel(name: str, op: AxisOp, split: Callable):
 
     def kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> None:
         x, params, y, stat_outs = split(gm)
-        AxisKernel(ctx, op, x, list(params), y, list(stat_outs)).run()
+        AxisKernel(ctx, op, [x], list(params), y, list(stat_outs)).run()
 
+    return _named(kernel, name)
+
+
+def make_fused_kernel(name: str, op: AxisOp, fusion: Fusion):
+    """The device kernel of a fusion around `op`: the GM tensors are the kernel's inputs (by
+    value id), then y."""
+
+    def kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> None:
+        ins = gm[:-1]
+        params = [None if i is None else ins[i] for i in fusion.params]
+        params += [None] * (op.params - len(params))          # omitted trailing parameters
+        AxisKernel(ctx, op, [ins[i] for i in fusion.tiles], params, gm[-1], [], fusion,
+                   ins).run()
+
+    return _named(kernel, name)
+
+
+def _named(kernel, name: str):
     kernel.__name__ = kernel.__qualname__ = name
     return kernel

@@ -14,6 +14,10 @@ Two layouts:
 A unit whose reduced extent fits in UB is resident (every pass works in UB); a longer one
 streams segments: a first pass merges per-segment statistics, a second writes the outputs.
 Every size here comes from the chip spec: UB bytes, vector width, block size, repeat limits.
+
+A fused axis kernel (the fusion pass's anchors) also runs elementwise bodies: a prologue that
+computes x from inputs of x's shape, loaded segment by segment like x, and an epilogue on y
+before it is copied out; `Fusion` says which, and `fuse` which chains the kernel takes.
 """
 
 from __future__ import annotations
@@ -37,6 +41,78 @@ def padded_storage(in_descs, attrs=None) -> str | None:
     if any(d is not None and d.is_padded for d in in_descs):
         return "padded storage runs on the shim"
     return None
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Elementwise steps an axis kernel runs around its op. Value ids: the kernel's inputs,
+    then the step results, the op's own result among them."""
+
+    prologue: tuple = ()      # Steps computing x from `tiles`
+    epilogue: tuple = ()      # Steps mapping the op's result
+    tiles: tuple = ()         # kernel inputs loaded like x, side by side in one queue slot
+    scalars: tuple = ()       # one-element kernel inputs, read once per block as values
+    consts: tuple = ()        # of those, the ones a body reads as a tile (spread once)
+    params: tuple = ()        # kernel input per parameter of the op (None: omitted)
+
+    @property
+    def steps(self) -> tuple:
+        return self.prologue + self.epilogue
+
+    def span(self, elems: int, chip: ChipSpec) -> int:
+        """Elements of every buffer a body touches: compare and select work on whole float16
+        repeats (as in the elementwise template), so tiles round up to them."""
+        return _ceil(elems, chip.repeat_bytes // 2) if self.steps else elems
+
+    def buffers(self, widen: bool) -> tuple[int, int, int, int]:
+        """Compute-dtype tiles the bodies need besides x's: the converted inputs, the step
+        results (two in turn: a chain's step reads only its predecessor's result; the last
+        prologue step writes x, the last epilogue step y when no conversion follows), the
+        bodies' temporaries and the spread scalars."""
+        converted = len(self.tiles) if widen and self.prologue else 0
+        results = min(2, max(len(self.prologue) - 1, len(self.epilogue) - (not widen), 0))
+        temps = max((s.body.temps for s in self.steps), default=0)
+        return converted, results, temps, len(self.consts)
+
+
+PLAIN = Fusion()
+
+
+def fuse(op: str, program: tuple, at: int, args: tuple, in_descs: list,
+         out: TensorDesc) -> tuple[Fusion, str | None]:
+    """The fusion of `program` (the other steps) around axis op `op`, step `at`, which reads
+    x and its parameters as `args`; and why the axis kernel declines it (None: it takes it).
+    Producers read x-shaped tiles or scalars (no broadcasting inside a row); consumers
+    read scalars only."""
+    n = len(in_descs)
+    tiles, scalars, consts = [], [], []
+    reason = padded_storage(in_descs)
+    for k, step in enumerate(program):
+        data = len(step.args) - len(step.body.scalars)
+        for j, a in enumerate(step.args):
+            if a is None or a >= n:
+                continue
+            d = in_descs[a]
+            if j >= data:
+                scalars.append(a)
+            elif k < at and d.shape == out.shape and d.dtype == out.dtype:
+                tiles.append(a)
+            elif d.size == 1 and d.dtype in FLOATS:
+                scalars.append(a)
+                consts.append(a)
+            elif reason is None:
+                where, takes = (("before", "x's tiles or scalars") if k < at
+                                else ("after", "scalars"))
+                reason = (f"{step.op} {where} {op} reads a {d.dtype} tensor of shape "
+                          f"{list(d.shape)}; the fused {op} kernel takes {takes} there "
+                          f"(x: {out.dtype} {list(out.shape)})")
+    fusion = Fusion(program[:at], program[at:], _unique(tiles) if at else (args[0],),
+                    _unique(scalars), _unique(consts), tuple(args[1:]))
+    return fusion, reason
+
+
+def _unique(ids: list) -> tuple:
+    return tuple(dict.fromkeys(ids))
 
 
 @dataclass(frozen=True)
@@ -75,6 +151,8 @@ class UbPlan:
     stats: int
     bc: int
     params: int
+    bodies: int              # a fusion's compute-dtype tiles (Fusion.buffers, in order)
+    scalars: int             # a fusion's scalar inputs, one block each
     cap: int                 # elements per statistics slot
     slots: int
     total: int
@@ -117,8 +195,10 @@ def row_pitch(count: int, chip: ChipSpec, s_isz: int, c_isz: int) -> int:
 
 
 def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
-            params: int, streaming: bool, chip: ChipSpec) -> UbPlan:
+            params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN) -> UbPlan:
     elems = rows * pitch
+    span = fusion.span(elems, chip)
+    widen = s_isz != c_isz
     blk, lanes = chip.block_elems(c_isz), chip.lanes(c_isz)
     per_rep = chip.repeat_bytes // chip.block_bytes
     nstat = rows if layout == "row" else pitch
@@ -128,15 +208,18 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
     red = (rows * max(-(-pitch // blk), lanes) * c_isz,
            rows * max(-(-pitch // (blk * blk)), lanes) * c_isz) if row else (0, 0)
     sizes = dict(
-        in_slot=elems * s_isz, out_slot=elems * s_isz if op.has_y else 0,
+        in_slot=(len(fusion.tiles) or 1) * span * s_isz,
+        out_slot=span * s_isz if op.has_y else 0,
         stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,
-        work=elems * c_isz if c_isz != s_isz else 0,
+        work=span * c_isz if widen or fusion.prologue else 0,
         aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
         stats=slots * cap * c_isz, bc=_ceil(rows, per_rep) * blk * c_isz if row else 0,
-        params=params * pitch * c_isz)
+        params=params * pitch * c_isz, bodies=sum(fusion.buffers(widen)) * span * c_isz,
+        scalars=len(fusion.scalars) * chip.block_bytes)
     a = chip.block_bytes
     queued = _ceil(sizes["in_slot"], a) + _ceil(sizes["out_slot"], a) + _ceil(sizes["stat_slot"], a)
-    single = sum(_ceil(sizes[k], a) for k in ("work", "aux", "stats", "bc", "params"))
+    single = sum(_ceil(sizes[k], a)
+                 for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
     total = queued * buffer_num + single + sum(_ceil(r, a) for r in red)
     return UbPlan(**sizes, cap=cap, slots=slots, total=total)
 
@@ -186,9 +269,11 @@ def compute_dtype(dtype: str, config: dict) -> str:
 
 
 def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: dict | None = None, *,
-         epsilon: float = 0.0, params: int = 0, param_repeat: tuple = ()) -> LaunchPlan:
-    """Host tiling: layout, units over cores, tile rows and pitch from the UB budget. `config`
-    may set buffer_num, tile_div and block_dim (the tuner does) or accumulate."""
+         epsilon: float = 0.0, params: int = 0, param_repeat: tuple = (),
+         fusion: Fusion = PLAIN) -> LaunchPlan:
+    """Host tiling: layout, units over cores, tile rows and pitch from the UB budget (with the
+    buffers of `fusion`'s bodies). `config` may set buffer_num, tile_div and block_dim (the
+    tuner does) or accumulate."""
     config = config or {}
     buffer_num = int(config.get("buffer_num", DEFAULT_BUFFER_NUM))
     cdt = compute_dtype(x.dtype, config)
@@ -202,7 +287,7 @@ def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: dict | None = None, *,
 
     def budget(layout, rows, pitch, streaming):
         return tile_div * ub_plan(op, layout, rows, pitch, s_isz, c_isz, buffer_num, params,
-                                  streaming, chip).total
+                                  streaming, chip, fusion).total
 
     if a.layout == "row":
         block_dim, per_core = split_units(outer, chip, config.get("block_dim"))

@@ -6,10 +6,14 @@ finite value, so a row of -inf shifts by a number and a long row split into segm
 computes -inf - -inf); segments merge as in online softmax. LayerNormalization centres each
 tile on its own mean before squaring, and segments merge with Chan's formula, so a mean far
 from zero costs no accuracy.
+
+Each op is also a fusion anchor: its fused kernel runs the elementwise nodes before it (a
+residual Add into LayerNormalization) and after it (a scaling after Softmax) on its tiles.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -17,8 +21,9 @@ import numpy as np
 from ..ascend import lang as asc
 from ..nixl import KernelEntry, TensorDesc, register_kernel
 from . import BUILT_FOR_RUNTIME
-from .axis_kernel import AxisOp, make_kernel
-from .axis_plan import FLOATS, TUNING_SPACE, padded_storage, plan
+from .axis_kernel import AxisOp, make_fused_kernel, make_kernel
+from .axis_plan import FLOATS, PLAIN, TUNING_SPACE, fuse, padded_storage, plan
+from .elementwise_ops import FUSION
 
 
 def _lowest(t) -> float:
@@ -193,19 +198,20 @@ def _norm_declines(in_descs, attrs) -> str | None:
     return padded_storage(in_descs)
 
 
-def _norm_tiling(op):
+def _norm_tiling(op, fusion=PLAIN):
     def tiling(ins, outs, attrs, chip, config):
         x, axis = ins[0], _axis(ins[0], attrs)
         params = (list(ins[1:]) + [None] * op.params)[:op.params]
         repeats = tuple(1 if d is None else param_repeat(d.shape, x.shape[axis:]) for d in params)
         return plan(op, x, range(axis, len(x.shape)), chip, config, epsilon=attrs["epsilon"],
-                    params=sum(d is not None for d in params), param_repeat=repeats)
+                    params=sum(d is not None for d in params), param_repeat=repeats,
+                    fusion=fusion)
     return tiling
 
 
-def _softmax_tiling(op):
+def _softmax_tiling(op, fusion=PLAIN):
     def tiling(ins, outs, attrs, chip, config):
-        return plan(op, ins[0], {_axis(ins[0], attrs)}, chip, config)
+        return plan(op, ins[0], {_axis(ins[0], attrs)}, chip, config, fusion=fusion)
     return tiling
 
 
@@ -213,6 +219,27 @@ def _register(name: str, kernel_name: str, op: AxisOp, tiling, split, declines) 
     register_kernel(KernelEntry(
         op=name, kernel=make_kernel(kernel_name, op, split), tiling=tiling(op), dtypes=FLOATS,
         built_for_runtime=BUILT_FOR_RUNTIME, declines=declines, tuning_space=TUNING_SPACE))
+    FUSION.add_anchor(name, _anchor(name, op, tiling))
+
+
+def _anchor(name: str, op: AxisOp, tiling):
+    """How the fusion provider builds `name`'s fused kernels (elementwise_ops._Fusion): the
+    op writes y alone there, its x computed by the prologue or read as the kernel input."""
+    y_only = copy.copy(op)
+    y_only.stat_outputs = ()
+
+    def build(kernel_name, program, at, args, attrs, in_descs, out) -> dict:
+        fusion, reason = fuse(name, program, at, args, in_descs, out)
+        op_tiling = tiling(y_only, fusion)
+
+        def fused_tiling(ins, outs, _attrs, chip, config):
+            own = [outs[0]] + [None if i is None else ins[i] for i in fusion.params]
+            return op_tiling(own, outs, attrs, chip, config)
+
+        return {"kernel": make_fused_kernel(kernel_name, y_only, fusion),
+                "tiling": fused_tiling, "dtypes": FLOATS, "tuning_space": TUNING_SPACE,
+                "declines": lambda descs, _attrs: reason}
+    return build
 
 
 def _split_norm(params: int, outputs: int):
