@@ -158,3 +158,24 @@ def test_reductions_read_their_axes_when_shapes_cannot_tell(dev, axes):
     out = dev.run("ReduceSum", dev.tensor(x), dev.tensor(np.array(axes, np.int64)), keepdims=0)
     assert dev.last_profile.path == "native"
     np.testing.assert_array_equal(out.numpy(), x.sum(axis=tuple(axes)))
+
+
+def test_a_scalar_broadcast_over_long_rows_runs_natively(dev):
+    x = np.random.default_rng(5).standard_normal((3, 40000)).astype(np.float32)
+    out = dev.run("Mul", dev.tensor(x), dev.tensor(np.array(1.5, np.float32)))
+    assert dev.last_profile.path == "native" and not dev.last_profile.tiling.rows
+    np.testing.assert_allclose(out.numpy(), x * np.float32(1.5))
+
+
+def test_a_broadcast_row_longer_than_a_tile_falls_back_to_the_shim_visibly(dev):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 1, 40000), dtype=np.float32)
+    y = rng.standard_normal((4, 1), dtype=np.float32)
+    out = dev.run("Add", dev.tensor(x), dev.tensor(y))
+    assert dev.last_profile.path == "shim" and "longer than a tile" in dev.last_profile.reason
+    np.testing.assert_array_equal(out.numpy(), x + y)
+    g = Graph(inputs=["x", "y"], outputs=["out"])
+    g.add("Relu", g.add("Add", "x", "y"), outputs=("out",))
+    fused = dev.run_graph(g, {"x": x, "y": y}, fuse=True)
+    assert [r.op for r in dev.last_graph.runs] == ["Add", "Relu"]    # the chain stops there
+    np.testing.assert_array_equal(fused["out"].numpy(), np.maximum(x + y, 0))

@@ -21,7 +21,8 @@ built once per kernel in its own buffer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from ..ascend import lang as asc
 from ..ascend.chips import ChipSpec
 from ..hixl.dtypes import to_numpy
-from ..nixl import KernelContext, LaunchPlan, TensorDesc
+from ..nixl import KernelContext, KernelDeclined, LaunchPlan, TensorDesc
 from .tiling import split_cores, tile_elements
 
 DEFAULT_BUFFER_NUM = 2
@@ -78,6 +79,7 @@ class InputPlan:
     shape: tuple[int, ...]
     strides: tuple[int, ...]   # element strides aligned to the output's dims, 0 where broadcast
     scalar: bool = False       # read once as a value (a Body's `scalars`)
+    once: bool = False         # built once per block in its own buffer, not streamed
 
     @property
     def constant(self) -> bool:
@@ -134,28 +136,34 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
                    InputPlan(d.dtype, d.shape, broadcast_strides(d.shape, out.shape),
                              i in scalar_ids) for i, d in enumerate(in_descs))
     streamed = [p for p in inputs if not p.scalar]
-    rows = any(p.shape != out.shape for p in streamed)
-    queues = sum(1 for p in streamed if not (rows and p.constant))
+    # A single element broadcast over the output is built once (any layout); any other
+    # broadcast needs the row layout, where every input the same for all rows is built once.
+    single = [p.shape != out.shape and math.prod(p.shape) == 1 for p in streamed]
+    rows = any(p.shape != out.shape and not one for p, one in zip(streamed, single))
+    once = {id(p) for p, one in zip(streamed, single) if one or (rows and p.constant)}
+    inputs = tuple(replace(p, once=id(p) in once) for p in inputs)
+    streamed = [p for p in inputs if not p.scalar]
+    queues = sum(1 for p in streamed if not p.once)
     if queues * buffer_num > chip.event_ids_per_position:
         raise ValueError(f"{queues} input queues x {buffer_num} buffers need "
                          f"{queues * buffer_num} event ids; VECIN has "
                          f"{chip.event_ids_per_position} on {chip.name}")
     cdt = compute_dtype([p.dtype for p in inputs if p.dtype] + [out.dtype], steps)
     c_isz = to_numpy(cdt).itemsize
-    queued = sum(to_numpy(p.dtype).itemsize for p in streamed
-                 if not (rows and p.constant)) + out.itemsize
+    queued = sum(to_numpy(p.dtype).itemsize for p in streamed if not p.once) + out.itemsize
     scratch = c_isz * (_scratch_count(inputs, out.dtype, cdt, steps)) \
-        + sum(c_isz for p in streamed if rows and p.constant)
+        + sum(c_isz for p in streamed if p.once)
     lanes = chip.repeat_bytes // 2      # whole float16 repeats: whole float32 repeats too
     per_element = queued * buffer_num + scratch
     reserved = chip.block_bytes * sum(p.scalar for p in inputs)
+    row_pad = 0
     if rows:
         blk = chip.block_bytes // min(to_numpy(d).itemsize for d in
                                       [p.dtype for p in streamed] + [out.dtype])
         row_pad = -(-out.shape[-1] // blk) * blk
-        staged = sum(max(row_pad, lanes) * (to_numpy(p.dtype).itemsize + c_isz)
-                     for p in streamed if p.constant)
-        reserved += lanes * per_element + staged     # one repeat of slack per buffer
+        reserved += lanes * per_element              # one repeat of slack per buffer
+    reserved += sum(max(row_pad, lanes) * (to_numpy(p.dtype).itemsize + c_isz)
+                    for p in streamed if p.once)     # staging of what is built once
     tile = tile_elements(chip, queued_bytes=queued, buffer_num=buffer_num,
                          scratch_bytes=scratch, vector_itemsize=2, reserved_bytes=reserved)
     if "tile_div" in config:
@@ -173,6 +181,9 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
         return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, tile=tile, **base))
     n_last = out.shape[-1]
     rows_per_tile = tile // row_pad
+    if rows_per_tile == 0:
+        raise KernelDeclined(f"broadcasting over rows of {n_last} elements: a padded row "
+                             f"({row_pad}) is longer than a tile ({tile})")
     n_rows = out.size // n_last if n_last else 0
     cores = min(int(config.get("block_dim", chip.aiv_cores)), chip.aiv_cores)
     per_core = -(-n_rows // cores) if n_rows else 0
@@ -232,7 +243,7 @@ class _Run:
         cap = tile_elems + (self.lanes if t.rows else 0)
         self.queues = {}
         for i, p in enumerate(t.inputs):
-            if p.scalar or (t.rows and p.constant):
+            if p.scalar or p.once:
                 continue
             q = asc.TQue(asc.TPosition.VECIN)
             self.pipe.init_buffer(q, t.buffer_num, cap * to_numpy(p.dtype).itemsize)
@@ -248,7 +259,7 @@ class _Run:
         self.program = self._program()
         self.out_dtype = to_numpy(t.out_dtype)
         self.constants = {i: self._constant_rows(i, cap) for i, p in enumerate(t.inputs)
-                          if t.rows and p.constant and not p.scalar}
+                          if p.once}
         if t.rows:
             self._row_tiles()
         else:
@@ -286,8 +297,11 @@ class _Run:
         asc.data_copy_pad(raw, self.srcs[i], asc.DataCopyExtParams(1, n * dtype.itemsize, 0, 0))
         asc.set_flag(asc.HardEvent.MTE2_V, 0)
         asc.wait_flag(asc.HardEvent.MTE2_V, 0)
-        row = self._to_compute(raw, p.dtype, t.row_pad, conv_stage.get(self.cdt))
+        row = self._to_compute(raw, p.dtype, width, conv_stage.get(self.cdt))
         buf = self._scratch(cap).reinterpret(row.dtype)   # float16 for a bool condition
+        if not t.rows:                             # one element over a flat tile
+            self._spread(buf, row, cap)
+            return buf
         first, last = self._block_rows()
         rows = min(t.tile, last - first)
         if p.last_broadcast:
@@ -345,6 +359,7 @@ class _Run:
                 q.enque(x)
             for i, q in self.queues.items():
                 loaded[i] = q.deque()
+            loaded.update(self.constants)
             y = self._compute(loaded, count)
             for i, q in self.queues.items():
                 q.free_tensor(loaded[i])

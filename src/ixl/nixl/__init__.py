@@ -3,7 +3,7 @@
 from .context import KernelContext
 from .device import Device, device
 from .graph import Graph, GraphRecord, Node
-from .errors import DeviceClosed, KernelStartFailed, NixlError, OutOfMemory
+from .errors import DeviceClosed, KernelDeclined, KernelStartFailed, NixlError, OutOfMemory
 from .record import RunRecord
 from .registry import REGISTRY, KernelEntry, LaunchPlan, register_kernel
 from .tensor import DeviceTensor
@@ -11,7 +11,8 @@ from .tensor_desc import Format, TensorDesc
 from .version import RUNTIME_VERSION
 
 __all__ = [
-    "KernelContext", "Device", "device", "DeviceClosed", "KernelStartFailed", "NixlError",
+    "KernelContext", "Device", "device", "DeviceClosed", "KernelDeclined", "KernelStartFailed",
+    "NixlError",
     "OutOfMemory", "RunRecord", "REGISTRY", "KernelEntry", "LaunchPlan", "register_kernel",
     "DeviceTensor", "Format", "TensorDesc", "RUNTIME_VERSION", "Graph", "GraphRecord", "Node",
 ]

@@ -13,7 +13,7 @@ from ..hixl import ArgSpec, get_op, to_numpy
 from ..hixl.dtypes import name_of
 from .allocator import GMAllocator
 from .backend import Backend, create_backend
-from .errors import DeviceClosed, KernelStartFailed
+from .errors import DeviceClosed, KernelDeclined, KernelStartFailed
 from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
 from .views import VIEW_OPS
@@ -114,9 +114,14 @@ class Device:
         try:
             for desc, name in zip(out_descs, schema.outputs):
                 outputs.append(self.empty(desc.shape, desc.dtype, f"{op}.{name}", desc))
+            record = None
             if reason is None:
-                record = run_native(self, entry, list(inputs), outputs, bound, config, in_descs)
-            else:
+                try:
+                    record = run_native(self, entry, list(inputs), outputs, bound, config,
+                                        in_descs)
+                except KernelDeclined as declined:
+                    reason = str(declined)
+            if record is None:
                 record = run_shim(self, schema, list(inputs), outputs, bound, reason)
         except BaseException:
             for t in outputs:

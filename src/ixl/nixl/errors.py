@@ -20,3 +20,14 @@ class KernelStartFailed(NixlError):
 
 class DeviceClosed(NixlError):
     symptom = "kernel start failed"
+
+
+class KernelDeclined(NixlError):
+    """Raised by a tiling function for a case its kernel does not take after all (found only
+    when tiling, e.g. a broadcast row longer than a tile): the runtime runs the shim instead
+    and records this message as the reason."""
+
+    symptom = "far slower than expected"
+
+    def __init__(self, message: str):
+        RuntimeError.__init__(self, message)

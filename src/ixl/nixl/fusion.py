@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..hixl import ArgSpec, get_op
 from . import log
+from .errors import KernelDeclined
 from .launch import run_native
 from .tensor_desc import TensorDesc
 
@@ -92,10 +93,18 @@ def _assemble(nodes: list, refs: list, attrs: list, out: ArgSpec) -> Chain:
 
 
 def _declines(device, chain: Chain, env: dict) -> str | None:
+    """Why the fused kernel would not take the chain: its own check, then its host tiling
+    (which finds what only tiling can, such as a broadcast row longer than a tile)."""
     descs = chain.descs(env)
-    entry = device.registry.fusion.entry(chain.steps, descs,
-                                         TensorDesc.nd(chain.out.shape, chain.out.dtype))
-    return entry.why_not(descs, {})
+    out = TensorDesc.nd(chain.out.shape, chain.out.dtype)
+    entry = device.registry.fusion.entry(chain.steps, descs, out)
+    reason = entry.why_not(descs, {})
+    if reason is None:
+        try:
+            entry.tiling(descs, [out], {}, device.chip, None)
+        except (KernelDeclined, ValueError) as refused:
+            reason = str(refused)
+    return reason
 
 
 def find_chain(device, graph, start: int, env: dict, consumers: dict[str, int]) -> Chain | None:
@@ -126,15 +135,14 @@ def find_chain(device, graph, start: int, env: dict, consumers: dict[str, int]) 
                 or not _takes(device, node, bound[1], env, {prev: out}):
             break
         step = tuple(("res", len(nodes) - 1) if n == prev else ("in", n) for n in node.inputs)
-        if anchored or role == "anchor":
-            grown = _assemble(nodes + [node], refs + [step], attrs + [bound[1]], out)
-            reason = _declines(device, grown, env)
-            if reason is not None:
-                if log.enabled():
-                    print(f"[ixl] fusion stops before {node.name} ({node.op}): {reason}",
-                          file=sys.stderr)
-                break
-            anchored = True
+        grown = _assemble(nodes + [node], refs + [step], attrs + [bound[1]], out)
+        reason = _declines(device, grown, env)
+        if reason is not None:
+            if log.enabled():
+                print(f"[ixl] fusion stops before {node.name} ({node.op}): {reason}",
+                      file=sys.stderr)
+            break
+        anchored = anchored or role == "anchor"
         nodes.append(node)
         attrs.append(bound[1])
         refs.append(step)

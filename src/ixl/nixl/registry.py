@@ -51,7 +51,8 @@ class KernelEntry:
 class FusionProvider(Protocol):
     """What the kernel library offers the fusion pass (nixl never imports kernels)."""
 
-    def can_fuse(self, op: str) -> bool: ...
+    def role(self, op: str) -> str | None:
+        """"map" (an elementwise body), "anchor" (an op a chain may pass through), or None."""
 
     def entry(self, steps: list, in_descs: list[TensorDesc], out: TensorDesc) -> KernelEntry: ...
 
