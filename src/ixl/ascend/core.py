@@ -98,10 +98,25 @@ class AICore:
                                 self.timeline.scalar)
         return end
 
-    def transfer(self, pipe: Pipe, name: str, cycles: float, nbytes: int, ub_range) -> float:
-        """Time one GM move touching `ub_range` (written by MTE2, read by MTE3)."""
+    def issue_count(self, pipe: Pipe, name: str, cycles: float, count: int, reads: tuple,
+                    writes: tuple) -> float:
+        """`issue` for a count-form instruction on the first `count` elements of each operand
+        (the byte ranges are worked out only when debug mode checks them)."""
+        end = self.timeline.issue(pipe, name, cycles)
+        if self.hazards is not None:
+            self.hazards.access(pipe, name, *self.timeline.last,
+                                [(t.offset, t.offset + count * t.itemsize) for t in reads],
+                                [(t.offset, t.offset + count * t.itemsize) for t in writes],
+                                self.timeline.scalar)
+        return end
+
+    def transfer(self, pipe: Pipe, name: str, cycles: float, nbytes: int, ub_offset: int,
+                 ub_end: int) -> float:
+        """Time one GM move touching UB [ub_offset, ub_end) (written by MTE2, read by MTE3)."""
         end = self.timeline.transfer(pipe, name, self.mte_latency, cycles, nbytes)
         if self.hazards is not None:
+            blk = self.chip.block_bytes
+            ub_range = (ub_offset, -(-ub_end // blk) * blk)         # block padding included
             inbound = pipe is Pipe.MTE2
             self.hazards.access(pipe, name, *self.timeline.last, () if inbound else (ub_range,),
                                 (ub_range,) if inbound else (), self.timeline.scalar)

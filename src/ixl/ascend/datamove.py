@@ -96,11 +96,8 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         rows = ub_bytes
     grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
-    blk = core.chip.block_bytes
-    last = (count - 1) * ub_pitch + ub_lead + width
-    ub_range = (local.offset, local.offset + -(-last // blk) * blk)   # padding included
     core.transfer(pipe, what, core.costs.mte_transfer(count * width, count, aligned, core.mte_rate),
-                  count * width, ub_range)
+                  count * width, local.offset, local.offset + (count - 1) * ub_pitch + ub_lead + width)
     return rows
 
 

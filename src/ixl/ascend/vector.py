@@ -180,8 +180,8 @@ def _binary(op: str, fn, allowed=_ARITH):
                 cd = None if dst.dtype == F16 == src0.dtype == src1.dtype else _compute_dtype(dst.dtype)
                 fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
                    casting="unsafe")
-            core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count),
-                       (_span(src0, count), _span(src1, count)), (_span(dst, count),))
+            core.issue_count(Pipe.V, op, core.costs.vector(op, dst.itemsize, count), count,
+                             (src0, src1), (dst,))
             return
         p = params or BinaryRepeatParams()
         idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
@@ -223,8 +223,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute, cos
         _check_extent(op, src, count, "src")
         if count and not core.mode.timing_only:
             dst.view(count)[...] = compute(src.view(count))
-        core.issue(Pipe.V, op, core.costs.vector(op, cost_size, count),
-                   (_span(src, count),), (_span(dst, count),))
+        core.issue_count(Pipe.V, op, core.costs.vector(op, cost_size, count), count,
+                         (src,), (dst,))
         return
     p = params or UnaryRepeatParams()
     idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),

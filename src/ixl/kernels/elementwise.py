@@ -39,16 +39,15 @@ VECTOR_NATIVE = ("float16", "float32")
 
 # ---------------------------------------------------------------- what an op contributes
 
-@dataclass
 class BodyArgs:
-    """What a body sees: output and inputs in the compute dtype, scratch, counts, attributes."""
+    """What a body sees: output and inputs in the compute dtype, scratch tensors, `n` live
+    elements of this tile, `nv` = n rounded up to whole repeats (compare and select need
+    those), and the step's attributes. (A plain class: one is made per step and tile.)"""
 
-    y: asc.LocalTensor
-    xs: list
-    tmp: list
-    n: int              # live elements of this tile
-    nv: int             # n rounded up to whole repeats (compare and select need whole repeats)
-    attrs: dict
+    __slots__ = ("y", "xs", "tmp", "n", "nv", "attrs")
+
+    def __init__(self, y: asc.LocalTensor, xs: list, tmp: list, n: int, nv: int, attrs: dict):
+        self.y, self.xs, self.tmp, self.n, self.nv, self.attrs = y, xs, tmp, n, nv, attrs
 
 
 @dataclass(frozen=True)
