@@ -27,7 +27,7 @@ from ..hixl.dtypes import to_numpy
 from ..nixl import KernelContext
 from .axis_plan import (PLAIN, STAT_ITEMSIZE, AxisTiling, Fusion, param_region, reduce_steps,
                         row_pitch, ub_plan)
-from .elementwise import BodyArgs
+from .elementwise import BodyArgs, read_scalars, resolve_program
 
 # kind -> (block reduction, whole-repeat reduction, elementwise combination)
 REDUCERS = {
@@ -328,41 +328,13 @@ class AxisKernel:
         tiles = iter([bodies[k * self.span] for k in range(sum(counts))])
         self.converted, self.results, self.temps, consts = (
             [next(tiles) for _ in range(c)] for c in counts)
-        values = self._read_scalars(pipe, inputs)
+        values = read_scalars(pipe, self.chip, {i: inputs[i] for i in f.scalars})
         self.base = [None] * len(inputs)         # per kernel input: its tile, if a body reads one
         for buf, i in zip(consts, f.consts):
             asc.duplicate(buf, values[i], self.span)
             self.base[i] = buf
-        self.prologue = self._program(f.prologue, values)
-        self.epilogue = self._program(f.epilogue, values)
-
-    def _read_scalars(self, pipe, inputs: tuple) -> dict:
-        """One-element inputs: each into its own UB block, then read by the scalar unit."""
-        if not self.fusion.scalars:
-            return {}
-        blocks = asc.TBuf()
-        pipe.init_buffer(blocks, self.ub.scalars)
-        values = {}
-        for k, i in enumerate(self.fusion.scalars):
-            dtype = inputs[i].dtype
-            local = blocks.get(np.uint8)[k * self.chip.block_bytes].reinterpret(dtype)
-            asc.data_copy_pad(local, inputs[i], asc.DataCopyExtParams(1, dtype.itemsize, 0, 0))
-            asc.set_flag(asc.HardEvent.MTE2_S, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_S, 0)
-            values[i] = local.get_value(0)
-        return values
-
-    @staticmethod
-    def _program(steps: tuple, values: dict) -> list:
-        """Per step: body, data value ids, attributes with the scalar operands' values."""
-        out = []
-        for step in steps:
-            n_data = len(step.args) - len(step.body.scalars)
-            attrs = dict(step.attrs)
-            attrs.update((name, values.get(a))
-                         for name, a in zip(step.body.scalars, step.args[n_data:]))
-            out.append((step.body.fn, step.args[:n_data], attrs))
-        return out
+        self.prologue = resolve_program(f.prologue, values)
+        self.epilogue = resolve_program(f.epilogue, values)
 
     def _run_steps(self, program: list, values: list, tile: Tile, last):
         """Run a program's bodies over the whole tile (pad lanes too); each result goes to the

@@ -255,7 +255,7 @@ class _Run:
         self.results = [self._scratch(cap) for _ in t.steps] if many else []
         self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in t.steps))]
         self.values = self._read_scalars()
-        self.program = self._program()
+        self.program = resolve_program(self.t.steps, self.values)
         self.out_dtype = to_numpy(t.out_dtype)
         self.constants = {i: self._constant_rows(i, cap) for i, p in enumerate(t.inputs)
                           if p.once}
@@ -266,22 +266,9 @@ class _Run:
 
     # ---- scalars and constant rows, once per block ----
     def _read_scalars(self) -> dict[int, float]:
-        """Scalar inputs: one element each into UB, then read by the scalar unit."""
-        ids = [i for i, p in enumerate(self.t.inputs) if p.scalar and self.srcs[i] is not None]
-        if not ids:
-            return {}
-        b = asc.TBuf()
-        blk = self.ctx.chip.block_bytes
-        self.pipe.init_buffer(b, blk * len(ids))
-        values = {}
-        for k, i in enumerate(ids):
-            dtype = to_numpy(self.t.inputs[i].dtype)
-            local = b.get(np.uint8)[k * blk].reinterpret(dtype)
-            asc.data_copy_pad(local, self.srcs[i], asc.DataCopyExtParams(1, dtype.itemsize, 0, 0))
-            asc.set_flag(asc.HardEvent.MTE2_S, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_S, 0)
-            values[i] = local.get_value(0)
-        return values
+        return read_scalars(self.pipe, self.ctx.chip,
+                            {i: self.srcs[i] for i, p in enumerate(self.t.inputs)
+                             if p.scalar and self.srcs[i] is not None})
 
     def _constant_rows(self, i: int, cap: int) -> asc.LocalTensor:
         """A scalar or single-row input, converted once and spread over a tile of rows."""
@@ -430,18 +417,6 @@ class _Run:
                 asc.adds(x[r * width + full * lanes], src, 0, tail, 1, params)
 
     # ---- compute: the program's steps on one tile ----
-    def _program(self) -> list[tuple]:
-        """Per step, once per block: body, data arg ids, attributes (scalar values read)."""
-        out = []
-        for step in self.t.steps:
-            scalars = step.body.scalars
-            n_data = len(step.args) - len(scalars)
-            attrs = dict(step.attrs)
-            attrs.update((name, self.values.get(vid))
-                         for name, vid in zip(scalars, step.args[n_data:]))
-            out.append((step.body.fn, step.args[:n_data], attrs))
-        return out
-
     def _compute(self, loaded: dict, count: int) -> asc.LocalTensor:
         t = self.t
         nv = -(-count // self.lanes) * self.lanes
@@ -466,6 +441,36 @@ class _Run:
                 asc.cast(y, result, getattr(asc.RoundMode, t.out_round), count)
         self.out_q.enque(y)
         return y
+
+
+def read_scalars(pipe: asc.TPipe, chip: ChipSpec, srcs: dict) -> dict:
+    """Scalar operands (input id -> one-element GM tensor): each into its own UB block, then
+    read by the scalar unit after an MTE2 -> S flag."""
+    if not srcs:
+        return {}
+    blocks = asc.TBuf()
+    pipe.init_buffer(blocks, chip.block_bytes * len(srcs))
+    values = {}
+    for k, (i, src) in enumerate(srcs.items()):
+        local = blocks.get(np.uint8)[k * chip.block_bytes].reinterpret(src.dtype)
+        asc.data_copy_pad(local, src, asc.DataCopyExtParams(1, src.dtype.itemsize, 0, 0))
+        asc.set_flag(asc.HardEvent.MTE2_S, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_S, 0)
+        values[i] = local.get_value(0)
+    return values
+
+
+def resolve_program(steps, values: dict) -> list[tuple]:
+    """Per step, once per block: body, data value ids, attributes with the scalar operands'
+    values filled in."""
+    out = []
+    for step in steps:
+        n_data = len(step.args) - len(step.body.scalars)
+        attrs = dict(step.attrs)
+        attrs.update((name, values.get(vid))
+                     for name, vid in zip(step.body.scalars, step.args[n_data:]))
+        out.append((step.body.fn, step.args[:n_data], attrs))
+    return out
 
 
 def _ceil_block(nbytes: int, chip: ChipSpec) -> int:
