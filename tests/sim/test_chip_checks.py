@@ -23,6 +23,14 @@ def _run(kernel, shape=(1024,), debug=True, **kw):
         raise
 
 
+def _fresh_vecin_tensor():
+    """A kernel's first steps: a pipe, one 4 KB VECIN buffer, a float16 tensor from it."""
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN)
+    pipe.init_buffer(q, 1, 4096)
+    return q.alloc_tensor(np.float16)
+
+
 def test_ub_overflow_names_required_and_available_bytes():
     def kernel(ctx, x, y, z):
         pipe = asc.TPipe()
@@ -35,10 +43,7 @@ def test_ub_overflow_names_required_and_available_bytes():
 
 def test_misaligned_ub_address_is_an_illegal_instruction():
     def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        q = asc.TQue(asc.TPosition.VECIN)
-        pipe.init_buffer(q, 1, 4096)
-        t = q.alloc_tensor(np.float16)
+        t = _fresh_vecin_tensor()
         asc.data_copy(t[3], x, 16)      # 6 bytes into the buffer
 
     with pytest.raises(IllegalInstruction, match=r"unaligned UUB addresses.*UB address 0x6 "
@@ -48,10 +53,7 @@ def test_misaligned_ub_address_is_an_illegal_instruction():
 
 def test_gm_out_of_bounds_names_core_address_tensor_and_extent():
     def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        q = asc.TQue(asc.TPosition.VECIN)
-        pipe.init_buffer(q, 1, 4096)
-        t = q.alloc_tensor(np.float16)
+        t = _fresh_vecin_tensor()
         asc.data_copy(t, x[1024 - 16], 32)    # 16 elements past the end of x
 
     with pytest.raises(AicoreOutOfBound) as info:
@@ -64,10 +66,7 @@ def test_gm_out_of_bounds_names_core_address_tensor_and_extent():
 
 def test_truncated_copy_is_an_error_in_debug_mode_naming_the_bytes_lost():
     def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        q = asc.TQue(asc.TPosition.VECIN)
-        pipe.init_buffer(q, 1, 4096)
-        t = q.alloc_tensor(np.float16)
+        t = _fresh_vecin_tensor()
         asc.data_copy(t, x, 31)          # 62 bytes
 
     with pytest.raises(TruncatedCopy, match=r"62 bytes is not a multiple of 32 bytes: the chip "
