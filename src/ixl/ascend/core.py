@@ -57,6 +57,13 @@ class AICore:
         self.pipes = []      # TPipes of this block, destroyed at its end
         _current.core = self
 
+    def pause(self) -> None:
+        """A block waits at a SyncAll: it is no longer this thread's running core."""
+        _current.core = None
+
+    def resume(self) -> None:
+        _current.core = self
+
     def end_block(self, check: bool = True) -> None:
         if check:
             for pipe in self.pipes:
@@ -137,3 +144,11 @@ def get_block_idx() -> int:
 
 def get_block_num() -> int:
     return current_core().block_num
+
+
+class SyncAll:
+    """What a kernel yields to meet every other core (Ascend C's SyncAll): `yield sync_all()`."""
+
+
+def sync_all() -> SyncAll:
+    return SyncAll()

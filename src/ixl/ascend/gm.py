@@ -101,6 +101,12 @@ class GlobalTensor:
         return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count,
                             self.name, self.root, self._segment)
 
+    def reinterpret(self, dtype) -> GlobalTensor:
+        """The same bytes seen as another type (the workspace arrives as bytes)."""
+        dtype = np.dtype(dtype)
+        return GlobalTensor(self.gm, self.addr, dtype, self.nbytes // dtype.itemsize, self.name,
+                            self.root, self._segment)
+
     def __getitem__(self, offset: int) -> GlobalTensor:
         """`xGm[offset]`: the tensor from element `offset` to its end."""
         return self.window(offset, self.count - offset)

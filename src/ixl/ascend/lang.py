@@ -5,7 +5,7 @@ Kernels write `from ixl.ascend import lang as asc` and then `asc.data_copy(...)`
 docs/architecture.md.
 """
 
-from .core import get_block_idx, get_block_num
+from .core import get_block_idx, get_block_num, sync_all
 from .datamove import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, data_copy,
                        data_copy_pad)
 from .gm import GlobalTensor
@@ -19,7 +19,7 @@ from .vector import (BinaryRepeatParams, CmpMode, brcb, RoundMode, UnaryRepeatPa
 from .vector_reduce import block_reduce_max, block_reduce_min, block_reduce_sum
 
 __all__ = [
-    "get_block_idx", "get_block_num", "DataCopyExtParams", "DataCopyPadExtParams",
+    "get_block_idx", "get_block_num", "sync_all", "DataCopyExtParams", "DataCopyPadExtParams",
     "DataCopyParams", "data_copy", "data_copy_pad", "GlobalTensor", "LocalTensor", "TBuf",
     "TPipe", "TPosition", "TQue", "HardEvent", "pipe_barrier", "set_flag", "wait_flag", "Pipe",
     "BinaryRepeatParams", "brcb", "CmpMode", "compare", "compare_scalar", "select", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",

@@ -15,6 +15,7 @@ import numpy as np
 
 from .chips import ChipSpec
 from .core import AICore, Mode
+from .errors import IllegalInstruction, KernelTimeout
 from .costs import cost_table
 from .gm import GlobalMemory
 from .timeline import Pipe, PipeStats
@@ -69,27 +70,54 @@ class SimulatedChip:
 
     def launch(self, name: str, body: Callable[[AICore], None], block_num: int,
                mode: Mode) -> LaunchRecord:
-        """Run `body` once per block; block i runs on core i mod the core count."""
+        """Run `body` once per block; block i runs on core i mod the core count.
+
+        A body that is a generator meets the other cores at each `yield sync_all()` (SyncAll):
+        every core runs up to the barrier, then all resume from the slowest one's time."""
         n_cores = min(block_num, self.chip.aiv_cores)
         cores = [AICore(self.chip, i, mode, active_cores=n_cores) for i in range(n_cores)]
         blocks = {c.core_id: list(range(c.core_id, block_num, n_cores)) for c in cores}
+        phases = {}                      # core id -> a paused generator (between barriers)
 
         def run_core(core: AICore) -> None:
             with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
                 run_blocks(core)
 
+        def step(core: AICore, gen) -> None:
+            """Run a paused block up to its next barrier, or to its end."""
+            core.resume()
+            try:
+                next(gen)
+            except StopIteration:
+                phases.pop(core.core_id, None)
+                core.end_block()
+                return
+            except BaseException:
+                core.end_block(check=False)
+                raise
+            phases[core.core_id] = gen
+            core.pause()
+
         def run_blocks(core: AICore) -> None:
             for b in blocks[core.core_id]:
                 core.begin_block(b, block_num)
                 try:
-                    body(core)
+                    result = body(core)
                 except BaseException:
                     core.end_block(check=False)
                     raise
-                core.end_block()
+                if result is None:
+                    core.end_block()
+                elif block_num > n_cores:
+                    core.end_block(check=False)
+                    raise IllegalInstruction(
+                        f"SyncAll needs every block resident at once: {block_num} blocks on "
+                        f"{n_cores} cores")
+                else:
+                    step(core, result)
 
-        # Cores only meet at the launch's end, so they may run on host threads (numpy releases
-        # the GIL); the modeled time does not depend on how the host ran them.
+        # Cores only meet at the launch's end (or a SyncAll), so they may run on host threads;
+        # the modeled time does not depend on how the host ran them.
         workers = min(host_threads(), n_cores)
         if workers > 1:
             with ThreadPoolExecutor(workers) as pool:
@@ -99,6 +127,17 @@ class SimulatedChip:
         else:
             for c in cores:
                 run_core(c)
+        while phases:                  # SyncAll: everyone waits for the slowest core
+            if len(phases) != len(cores):
+                raise KernelTimeout(
+                    f"vector core execution timed out: {len(phases)} of {len(cores)} cores "
+                    f"wait at a SyncAll the others never reach")
+            meet = max(c.timeline.end for c in cores) + cost_table(self.chip.arch).flag_latency_cycles
+            for c in cores:
+                c.timeline.align(meet)
+            with np.errstate(all="ignore"):
+                for c in cores:
+                    step(c, phases[c.core_id])
         reports = [CoreReport(c.core_id, blocks[c.core_id], c.timeline.end, c.timeline.pipe_stats(),
                               c.ub_peak, c.timeline.slices, c.timeline.edges,
                               c.timeline.vector_busy, c.timeline.port_busy) for c in cores]

@@ -176,6 +176,12 @@ class Timeline:
             self.scalar = max([self.scalar, *self.free.values()])
         # A single in-order pipe already completes earlier instructions first.
 
+    def align(self, when: float) -> None:
+        """After a cross-core barrier: nothing on this core starts before `when`."""
+        self.scalar = max(self.scalar, when)
+        for pipe in list(self.free):
+            self.free[pipe] = max(self.free[pipe], when)
+
     def unpaired_flags(self) -> list[str]:
         return [f"{s.name}_{d.name} id {i} x{len(q)}" for (s, d, i), q in self._flags.items() if q]
 

@@ -18,6 +18,7 @@ from ..nixl import KernelEntry, register_kernel
 from . import BUILT_FOR_RUNTIME
 from .axis_kernel import REDUCERS, AxisOp, make_kernel
 from .axis_plan import FLOATS, TUNING_SPACE, padded_storage, plan
+from .reduce_split import SplitTiling, split_kernel, split_plan
 
 IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
 
@@ -84,8 +85,24 @@ def _axes(ins, outs) -> frozenset:
 
 def _tiling(op):
     def tiling(ins, outs, attrs, chip, config):
+        if outs[0].size == 1 and ins[0].size > 1:      # one value: split across cores
+            split = split_plan(ins[0], op.kind, op.mean, IDENTITY[op.kind], chip, config)
+            if split is not None:
+                return split
         return plan(op, ins[0], _axes(ins, outs), chip, config)
     return tiling
+
+
+def _kernel(name: str, op):
+    axis_kernel = make_kernel(name, op, _split)
+
+    def kernel(ctx, *gm):
+        if isinstance(ctx.tiling, SplitTiling):
+            return split_kernel(ctx, gm[0], gm[-1])
+        return axis_kernel(ctx, *gm)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
 
 
 def _split(gm):
@@ -96,6 +113,6 @@ for _name, _kind, _mean in (("ReduceSum", "sum", False), ("ReduceMax", "max", Fa
                             ("ReduceMin", "min", False), ("ReduceMean", "sum", True)):
     _op = Reduce(_kind, _mean)
     register_kernel(KernelEntry(
-        op=_name, kernel=make_kernel(f"{_name[6:].lower()}_reduce_kernel", _op, _split),
+        op=_name, kernel=_kernel(f"{_name[6:].lower()}_reduce_kernel", _op),
         tiling=_tiling(_op), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
         declines=_declines, tuning_space=TUNING_SPACE))

@@ -56,7 +56,7 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
 
         def body(core):
             ctx = KernelContext(core.block_idx, core.block_num, plan.tiling, chip, ws)
-            entry.kernel(ctx, *tensors)
+            return entry.kernel(ctx, *tensors)      # a generator when the kernel has SyncAlls
 
         mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
         record.launch = device.backend.launch(name, body, plan.block_dim, mode)
