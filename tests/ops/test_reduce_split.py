@@ -44,3 +44,21 @@ def test_reduce_over_all_of_4096_squared_is_near_the_speed_of_light():
     dev.run("ReduceMean", x, keepdims=0).free()
     sol = speed_of_light_us("910B1", 4096 * 4096 * 2, 2)
     assert sol / dev.last_profile.time_us >= 0.85
+
+
+@pytest.mark.parametrize("shape, axes", [((3, 200000), [1]), ((2, 3, 50000), [1, 2]),
+                                         ((2, 3, 50000), [-1])])
+def test_a_few_long_rows_split_each_row_over_a_group_of_cores(dev, shape, axes):
+    x = np.random.default_rng(8).uniform(-1, 1, shape).astype(np.float32)
+    out = dev.run("ReduceMean", dev.tensor(x), dev.tensor(np.array(axes, np.int64)), keepdims=1)
+    rec = dev.last_profile
+    assert isinstance(rec.tiling, SplitTiling) and rec.tiling.units * 2 <= rec.block_dim
+    np.testing.assert_allclose(out.numpy(), x.astype(np.float64).mean(axis=tuple(axes),
+                                                                      keepdims=True),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_many_rows_keep_one_core_per_row(dev):
+    x = np.random.default_rng(9).uniform(-1, 1, (40, 50000)).astype(np.float32)
+    dev.run("ReduceSum", dev.tensor(x), dev.tensor(np.array([1], np.int64)), keepdims=0)
+    assert not isinstance(dev.last_profile.tiling, SplitTiling)

@@ -9,6 +9,7 @@ explain ((3, 2, 2) -> (3, 2) from axis 1 or axis 2) declines to the shim, visibl
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 
 import numpy as np
@@ -85,11 +86,15 @@ def _axes(ins, outs) -> frozenset:
 
 def _tiling(op):
     def tiling(ins, outs, attrs, chip, config):
-        if outs[0].size == 1 and ins[0].size > 1:      # one value: split across cores
-            split = split_plan(ins[0], op.kind, op.mean, IDENTITY[op.kind], chip, config)
+        axes = _axes(ins, outs)
+        shape = ins[0].shape
+        trailing = axes and axes == frozenset(range(min(axes), len(shape)))
+        if trailing:                 # rows of contiguous elements: few long ones split
+            units = math.prod(shape[:min(axes)])
+            split = split_plan(ins[0], units, op.kind, op.mean, IDENTITY[op.kind], chip, config)
             if split is not None:
                 return split
-        return plan(op, ins[0], _axes(ins, outs), chip, config)
+        return plan(op, ins[0], axes, chip, config)
     return tiling
 
 

@@ -1,10 +1,12 @@
-"""A reduction to a single value, split across cores: the cross-core combination.
+"""Reductions to few values, split across cores: the cross-core combination.
 
-Each core reduces its contiguous range of the input to one float32 partial (accumulating in
-float32 whatever the input type, R13) and writes it to its own 32-byte slot of a GM workspace;
-all cores meet at a SyncAll; core 0 reads the partials back, combines them in float32 and
-writes the output. The axis template keeps every output unit on one core, so this is the path
-the host tiling picks when the whole input reduces to one value and is larger than a tile.
+The input is seen as `units` rows of `length` contiguous elements (the reduced axes trail).
+Each row is cut into one chunk per core of its group; a core reduces its chunk to one float32
+partial (accumulating in float32 whatever the input type, R13) and writes it to its own 32-byte
+slot of a GM workspace; all cores meet at a SyncAll; the first core of each group reads its
+row's partials back, combines them in float32 and writes the output. The axis template keeps
+every output unit on one core, so the host tiling picks this path when there are fewer units
+than half the cores and a unit is longer than a tile.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ WHOLE = {"sum": asc.whole_reduce_sum, "max": asc.whole_reduce_max, "min": asc.wh
 
 @dataclass(frozen=True)
 class SplitTiling:
-    total: int          # input elements
-    per_core: int
+    units: int          # output values (rows of the input)
+    length: int         # elements reduced into each
+    per_unit: int       # cores working on one row
+    chunk: int          # elements of a row per core
     tile: int           # input elements per tile
     kind: str           # sum, max or min
     mean: bool
@@ -36,19 +40,25 @@ class SplitTiling:
     dtype: str          # input (and output) dtype
 
 
-def split_plan(x: TensorDesc, kind: str, mean: bool, identity: float, chip: ChipSpec,
-               config: dict | None = None) -> LaunchPlan | None:
-    """The split plan, or None when the input fits in one tile (one core is then enough)."""
+def split_plan(x: TensorDesc, units: int, kind: str, mean: bool, identity: float,
+               chip: ChipSpec, config: dict | None = None) -> LaunchPlan | None:
+    """The split plan for `units` rows, or None when one core per row is enough (many rows,
+    or rows that fit in one tile)."""
     config = config or {}
     buffers = int(config.get("buffer_num", 2))
     # per element: the queued input, plus a float32 copy and the float32 accumulator
     tile = tile_elements(chip, queued_bytes=x.itemsize, buffer_num=buffers,
                          scratch_bytes=2 * F32.itemsize, vector_itemsize=F32.itemsize)
-    if x.size <= tile:
+    cores = min(int(config.get("block_dim", chip.aiv_cores)), chip.aiv_cores)
+    length = x.size // units if units else 0
+    if not units or units * 2 > cores or length <= tile:
         return None
-    block_dim, per_core = split_cores(x.size, chip, x.itemsize, config.get("block_dim"))
-    return LaunchPlan(block_dim, SplitTiling(x.size, per_core, tile, kind, mean, identity,
-                                             x.dtype), block_dim * chip.block_bytes)
+    per_unit = cores // units
+    _, chunk = split_cores(length, chip, x.itemsize, per_unit)
+    per_unit = -(-length // chunk)
+    block_dim = units * per_unit
+    return LaunchPlan(block_dim, SplitTiling(units, length, per_unit, chunk, tile, kind, mean,
+                                             identity, x.dtype), block_dim * chip.block_bytes)
 
 
 def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
@@ -57,9 +67,10 @@ def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
     chip = ctx.chip
     dtype = to_numpy(t.dtype)
     lanes = chip.lanes(F32.itemsize)
-    start = ctx.block_idx * t.per_core
-    length = min(t.per_core, t.total - start)
-    src = x.window(start, length)
+    unit, part = divmod(ctx.block_idx, t.per_unit)
+    start = part * t.chunk
+    length = min(t.chunk, t.length - start)
+    src = x.window(unit * t.length + start, length)
 
     pipe = asc.TPipe()
     q = asc.TQue(asc.TPosition.VECIN)
@@ -85,14 +96,14 @@ def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
         q.free_tensor(tile)
     _to_one(acc, wide, t.tile, t.kind, t.identity, lanes, chip)
     if t.mean:
-        asc.muls(acc, acc, 1.0 / t.total, 1)
+        asc.muls(acc, acc, 1.0 / t.length, 1)
     slot = chip.block_elems(F32.itemsize)
     asc.set_flag(asc.HardEvent.V_MTE3, EVENT)
     asc.wait_flag(asc.HardEvent.V_MTE3, EVENT)
     asc.data_copy(ctx.workspace.reinterpret(F32)[ctx.block_idx * slot], acc, slot)
     yield asc.sync_all()
-    if ctx.block_idx == 0:
-        _combine_partials(ctx, t, y, acc, wide, slot, lanes)
+    if part == 0:
+        _combine_partials(ctx, t, y[unit], unit, acc, wide, slot, lanes)
 
 
 def _to_one(acc, tmp, count: int, kind: str, identity: float, lanes: int, chip: ChipSpec) -> None:
@@ -108,16 +119,18 @@ def _to_one(acc, tmp, count: int, kind: str, identity: float, lanes: int, chip: 
         count = repeats
 
 
-def _combine_partials(ctx, t: SplitTiling, y, acc, tmp, slot: int, lanes: int) -> None:
-    """Core 0, after the SyncAll: the partials back into UB, combined, written out."""
+def _combine_partials(ctx, t: SplitTiling, y, unit: int, acc, tmp, slot: int,
+                      lanes: int) -> None:
+    """A row's first core, after the SyncAll: the row's partials back into UB, combined,
+    written out."""
     chip = ctx.chip
-    cores = ctx.block_num
+    cores = t.per_unit
     per_repeat = lanes // slot                           # partials (32-byte slots) per repeat
     repeats = -(-cores // per_repeat)
     asc.duplicate(acc, t.identity, repeats * lanes)      # slots past the last core: identity
     asc.set_flag(asc.HardEvent.V_MTE2, EVENT)
     asc.wait_flag(asc.HardEvent.V_MTE2, EVENT)
-    asc.data_copy(acc, ctx.workspace.reinterpret(F32), cores * slot)
+    asc.data_copy(acc, ctx.workspace.reinterpret(F32)[unit * cores * slot], cores * slot)
     asc.set_flag(asc.HardEvent.MTE2_V, EVENT)
     asc.wait_flag(asc.HardEvent.MTE2_V, EVENT)
     # one partial at the start of each 32-byte slot: a bitwise mask takes lane 0 of each block
