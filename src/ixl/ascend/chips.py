@@ -37,10 +37,6 @@ class ChipSpec:
     max_block_dim: int = 65535
     max_copy_blocks: int = 4095   # DataCopyParams.blockCount
 
-    @property
-    def vector_lanes_16(self) -> int:
-        return self.repeat_bytes // 2
-
     def lanes(self, itemsize: int) -> int:
         """Elements of `itemsize` bytes in one 256-byte vector repeat."""
         return self.repeat_bytes // itemsize

@@ -64,10 +64,6 @@ class GlobalMemory:
         off = addr - seg.addr
         return seg.data[off:off + nbytes]
 
-    @property
-    def mapped_segments(self) -> int:
-        return len(self._segments)
-
 
 class GlobalTensor:
     """A typed window into GM: Ascend C's GlobalTensor after SetGlobalBuffer(addr, count).

@@ -212,9 +212,9 @@ def _unary(op: str, fn, allowed=_FLOAT):
     return instr
 
 
-def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute, cost_itemsize=None):
+def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute):
     core = dst.core
-    cost_size = cost_itemsize or builtins.max(dst.itemsize, src.itemsize)
+    cost_size = builtins.max(dst.itemsize, src.itemsize)
     if repeat_times is None:
         count = int(count_or_mask)
         if count < 0:

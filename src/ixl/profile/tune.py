@@ -16,6 +16,7 @@ from ..nixl import Device, Graph
 from ..nixl.fusion import find_chain, run_chain
 from .metrics import launch_metrics
 
+# The sweep, where the kernel entry's `tuning_space` does not narrow it.
 BUFFERS = (1, 2, 4, 8)
 TILE_FRACTIONS = (1, 2, 4)
 CORE_FRACTIONS = (1, 2)
@@ -104,9 +105,10 @@ class Tuner:
     def sweep(self, run) -> Variant | None:
         """The fastest configuration over buffer counts, tile sizes and block counts."""
         cores = self.dev.chip.aiv_cores
+        space = self.dev.registry.native(self.op).tuning_space
         best = None
-        for buffers in BUFFERS:
-            for div in TILE_FRACTIONS:
+        for buffers in space.get("buffer_num", BUFFERS):
+            for div in space.get("tile_div", TILE_FRACTIONS):
                 for cf in CORE_FRACTIONS:
                     cfg = {"buffer_num": buffers, "tile_div": div, "block_dim": cores // cf}
                     self.progress(f"{run.__name__} {cfg}")
