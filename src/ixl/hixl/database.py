@@ -1,25 +1,45 @@
-"""The op database: one registry of schemas, filled by one module per op family."""
+"""The op database: one registry of schemas, filled by one module per op family.
+
+The family modules load on first use, once, under a lock: a second thread asking meanwhile
+waits for the whole database instead of seeing half of it.
+"""
 
 from __future__ import annotations
 
 import difflib
+import threading
 
-from .errors import UnknownOp
+from .errors import BadInput, UnknownOp
 from .schema import OpSchema
 
 _OPS: dict[str, OpSchema] = {}
+_lock = threading.RLock()       # re-entrant: the family modules register while it is held
+_loaded = False
+_loading = False                # this thread is inside the import (a nested call returns)
 
 
 def register(schema: OpSchema) -> OpSchema:
-    if schema.name in _OPS:
-        raise ValueError(f"op {schema.name} is registered twice")
-    _OPS[schema.name] = schema
+    with _lock:
+        if schema.name in _OPS:
+            raise ValueError(f"op {schema.name} is registered twice")
+        _OPS[schema.name] = schema
     return schema
 
 
 def _load() -> None:
-    if not _OPS:
-        from . import ops  # noqa: F401  (each family module registers its ops)
+    """Import every family module; marked loaded only once all of them registered."""
+    global _loaded, _loading
+    if _loaded:
+        return
+    with _lock:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            from . import ops  # noqa: F401  (each family module registers its ops)
+            _loaded = True
+        finally:
+            _loading = False
 
 
 def all_ops() -> dict[str, OpSchema]:
@@ -28,6 +48,9 @@ def all_ops() -> dict[str, OpSchema]:
 
 
 def get_op(name: str) -> OpSchema:
+    if not isinstance(name, str):
+        raise BadInput(f"an op is named by a string such as 'Add', got {type(name).__name__} "
+                       f"{name!r}")
     _load()
     if name in _OPS:
         return _OPS[name]

@@ -1,4 +1,4 @@
-"""Errors of op semantics: what the caller asked for is not what the op accepts."""
+"""Errors of what the caller asked for: not what the op accepts, or not a valid request at all."""
 
 from __future__ import annotations
 
@@ -24,3 +24,10 @@ class AttrError(HixlError):
 
 class UnknownOp(HixlError):
     symptom = "unknown op"
+
+
+class BadInput(HixlError, TypeError):
+    """A value of the wrong kind: a Python argument, a command-line value, a file or an
+    environment variable. A TypeError too, since most such mistakes are one."""
+
+    symptom = "bad input"

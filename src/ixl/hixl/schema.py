@@ -72,10 +72,45 @@ class SampleCase:
 
 @dataclass(frozen=True)
 class Attr:
-    kind: type
+    kind: type                      # int, float, str, list (of `item`) or np.ndarray
     default: Any = None
     doc: str = ""
     required: bool = False
+    item: type = int                # the element kind of a list attribute
+
+    def check(self, op: str, name: str, value) -> Any:
+        """`value` if it is of this attribute's kind, else an error naming the attribute, the
+        kind it takes and what it got (a string '1' for an int is refused, not converted)."""
+        if _is_kind(value, self.kind) and (self.kind is not list
+                                           or all(_is_kind(v, self.item) for v in value)):
+            return value
+        want = _KIND_NAMES.get(self.kind, self.kind.__name__)
+        if self.kind is list:
+            want += f" of {_KIND_NAMES.get(self.item, self.item.__name__)}s"
+        raise AttrError(f"{op}: attribute {name} must be {want}, got "
+                        f"{type(value).__name__} {value!r}")
+
+
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list",
+               np.ndarray: "an array (or a number or list)"}
+
+
+def _is_kind(value, kind: type) -> bool:
+    if kind is int:
+        return isinstance(value, (int, np.integer))        # bool too: keepdims=True is 1
+    if kind is float:
+        return isinstance(value, (int, float, np.integer, np.floating))
+    if kind is list:
+        return isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)
+                                                    and value.ndim == 1)
+    if kind is np.ndarray:
+        if not isinstance(value, (np.ndarray, np.generic, int, float, list, tuple)):
+            return False
+        try:
+            return np.asarray(value).dtype.kind in "biuf"
+        except ValueError:          # a ragged list
+            return False
+    return isinstance(value, kind)
 
 
 def _golden_dtype(dtype: np.dtype) -> np.dtype:
@@ -162,19 +197,40 @@ class OpSchema:
 
     # ---- checks and inference ----
     def bind_attrs(self, attrs: dict) -> dict:
+        """Every attribute: the given value, checked against its kind, or its default (an
+        explicit None is the default too)."""
         unknown = set(attrs) - set(self.attrs)
         if unknown:
             allowed = ", ".join(self.attrs) or "none"
             raise AttrError(f"{self.name}: unknown attribute(s) {', '.join(sorted(unknown))}; "
                             f"allowed: {allowed}")
-        return {k: attrs.get(k, a.default) for k, a in self.attrs.items()}
+        return {k: a.default if attrs.get(k) is None else a.check(self.name, k, attrs[k])
+                for k, a in self.attrs.items()}
 
     def allowed_dtypes(self, input_name: str) -> tuple[str, ...]:
         var = self.type_of.get(input_name, "T")
         return self.constraints.get(var, self.dtypes if var == "T" else ())
 
+    def check_count(self, count: int) -> None:
+        """Refuse a call with too few or too many inputs (an extra one is never ignored: it
+        would take an output's place)."""
+        required = len(self.inputs) - self.optional
+        most = None if self.variadic else len(self.inputs)
+        if required <= count and (most is None or count <= most):
+            return
+        if self.variadic:
+            takes = f"{required} or more inputs"
+        elif self.optional:
+            takes = f"{required} to {len(self.inputs)} inputs"
+        else:
+            takes = f"{len(self.inputs)} input{'s' if len(self.inputs) != 1 else ''}"
+        raise ShapeMismatch(f"{self.name} takes {takes} ({', '.join(self.inputs)}), got {count}")
+
     def input_names(self, count: int) -> list[str]:
-        """Names of `count` inputs: a variadic last input is numbered (inputs0, inputs1, ...)."""
+        """Names of `count` inputs: a variadic last input is numbered (inputs0, inputs1, ...).
+        More inputs than the op takes is an error."""
+        if count > len(self.inputs) and not self.variadic:
+            self.check_count(count)
         if not self.variadic:
             return list(self.inputs[:count])
         fixed = list(self.inputs[:-1])
@@ -209,13 +265,8 @@ class OpSchema:
 
     def check(self, specs: Sequence[ArgSpec | None], attrs: dict | None = None) -> dict:
         """Raise a clear error for a call the op does not accept; return the bound attributes."""
+        self.check_count(len(specs))
         required = len(self.inputs) - self.optional
-        most = None if self.variadic else len(self.inputs)
-        if len(specs) < required or (most is not None and len(specs) > most):
-            count = (f"{required} or more" if self.variadic else f"{len(self.inputs)}"
-                     if not self.optional else f"{required} to {len(self.inputs)}")
-            raise ShapeMismatch(f"{self.name} takes {count} input(s) "
-                                f"({', '.join(self.inputs)}), got {len(specs)}")
         seen: dict[str, tuple[str, str]] = {}
         for i, (spec, name) in enumerate(zip(specs, self.input_names(len(specs)))):
             if spec is None:

@@ -1,17 +1,25 @@
-"""The device: `ixl.device("910B1")` gives a GM allocator, a stream of runs and the registry."""
+"""The device: `ixl.device("910B1")` gives a GM allocator, a stream of runs and the registry.
+
+A device is safe to share between threads: one re-entrant lock serialises its memory, its runs
+and its graphs (as one stream of a real device executes in order). Every tensor knows the
+device that made it; a tensor of another device, or a freed one, is refused wherever it is
+passed.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import os
+import itertools
+import threading
 import warnings
 
 import numpy as np
 
-from ..ascend import ChipSpec
-from ..hixl import ArgSpec, get_op, to_numpy
+from ..ascend import CHIPS, ChipSpec, UnknownChipError
+from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op, to_numpy
 from ..hixl.dtypes import name_of
-from .allocator import GMAllocator
+from . import environment
+from .allocator import VA_BASE, VA_STRIDE, GMAllocator, check_host
 from .backend import Backend, create_backend
 from .errors import DeviceClosed, KernelDeclined, KernelStartFailed
 from .graph import Graph, GraphRecord, run_graph
@@ -24,8 +32,36 @@ from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
+_device_ids = itertools.count(1)
+
+
+def _shape(shape) -> tuple[int, ...]:
+    """A shape as a tuple of non-negative ints (one int is a 1-D shape), or a clear error."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list, np.ndarray)):
+        raise BadInput(f"a shape is a tuple of non-negative integers such as (4, 8), got "
+                       f"{type(shape).__name__} {shape!r}")
+    bad = [d for d in shape if isinstance(d, bool) or not isinstance(d, (int, np.integer))]
+    if bad:
+        raise BadInput(f"shape {tuple(shape)}: dims are integers, got {type(bad[0]).__name__} "
+                       f"{bad[0]!r}")
+    if any(d < 0 for d in shape):
+        raise ShapeMismatch(f"shape {tuple(int(d) for d in shape)}: negative dim (dims are "
+                            f"non-negative)")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype_name(dtype) -> str:
+    """A dtype name ixl knows; numpy dtypes are taken by their name."""
+    if isinstance(dtype, str):
+        to_numpy(dtype)
+        return dtype
+    try:
+        return name_of(dtype)
+    except TypeError:
+        raise BadInput(f"a dtype is a name such as 'float16', got {type(dtype).__name__} "
+                       f"{dtype!r}") from None
 
 
 def _spec(schema, name: str, t: DeviceTensor) -> ArgSpec:
@@ -40,65 +76,128 @@ class Device:
     def __init__(self, chip: str = "910B1", *, debug: bool | None = None,
                  timing_only: bool = False, record: bool = False,
                  registry: Registry = REGISTRY):
+        if not isinstance(chip, str):
+            raise UnknownChipError(f"a chip is named by a string, one of {', '.join(CHIPS)}; "
+                                   f"got {type(chip).__name__} {chip!r}")
+        environment.check()
         self.backend: Backend = create_backend(chip)
         self.chip: ChipSpec = self.backend.chip
-        self.debug = _env_flag("IXL_DEBUG") if debug is None else debug
+        self.debug = environment.debug_default() if debug is None else debug
         self.timing_only = timing_only
         self.record = record                  # keep every pipe slice (traces, plots)
         self.registry = registry
+        self.index = next(_device_ids)
         self.allocator = GMAllocator(self.backend.gm, self.chip.hbm_bytes,
-                                     self.chip.gm_alloc_align, self.chip.name)
+                                     self.chip.gm_alloc_align, self.chip.name,
+                                     base=VA_BASE + self.index * VA_STRIDE,
+                                     host_check=not timing_only)
         self.last_profile: RunRecord | None = None
         self.last_graph: GraphRecord | None = None
         self.stream: list[RunRecord] = []
         self.closed = False
+        self._lock = threading.RLock()
+
+    @property
+    def label(self) -> str:
+        """The chip and this device's number in the process, e.g. 910B1#2."""
+        return f"{self.chip.name}#{self.index}"
 
     # ---- memory ----
     def empty(self, shape, dtype: str, name: str = "tensor",
               desc: TensorDesc | None = None) -> DeviceTensor:
-        self._check_open()
-        desc = desc or TensorDesc.nd(shape, dtype)
-        addr = self.allocator.alloc(desc.nbytes, name)
-        return DeviceTensor(self, desc, addr, name)
+        if desc is None:
+            desc = TensorDesc.nd(_shape(shape), _dtype_name(dtype))
+        with self._lock:
+            self._check_open()
+            addr = self.allocator.alloc(desc.nbytes, name)
+            return DeviceTensor(self, desc, addr, name)
 
     def tensor(self, array, dtype: str | None = None, name: str = "tensor") -> DeviceTensor:
         """Copy a host array in (cast to `dtype` if given)."""
-        array = np.asarray(array)
-        dtype = dtype or name_of(array.dtype)
+        if isinstance(array, DeviceTensor):
+            raise BadInput(f"dev.tensor copies a host array in; {array.name} is a device "
+                           f"tensor already (t.numpy() copies one out)")
+        try:
+            array = np.asarray(array)
+        except ValueError as e:             # a ragged list
+            raise BadInput(f"dev.tensor: not an array ({e})") from None
+        dtype = _dtype_name(dtype) if dtype is not None else name_of(array.dtype)
         t = self.empty(array.shape, dtype, name)
-        self.write(t, array)
+        try:
+            self.write(t, array)
+        except BaseException:
+            t.free()
+            raise
         return t
 
     def write(self, t: DeviceTensor, array: np.ndarray) -> None:
-        data = np.asarray(array).astype(to_numpy(t.dtype), copy=False)
-        if data.shape != t.shape:
-            raise ValueError(f"write of shape {data.shape} into {t.name} of shape {t.shape}")
-        if t.desc.is_padded:
-            padded = np.zeros(t.desc.storage_shape, data.dtype)
-            padded[tuple(slice(0, d) for d in t.shape)] = data
-            data = padded
-        self.backend.gm.bytes(t.addr, t.desc.nbytes)[:] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        with self._lock:
+            self._own(t, "write target")
+            data = np.asarray(array)
+            if data.shape != t.shape:
+                raise ShapeMismatch(f"write of shape {data.shape} into {t.name} of shape "
+                                    f"{t.shape}")
+            data = data.astype(to_numpy(t.dtype), copy=False)
+            if t.desc.is_padded:
+                padded = np.zeros(t.desc.storage_shape, data.dtype)
+                padded[tuple(slice(0, d) for d in t.shape)] = data
+                data = padded
+            self.backend.gm.bytes(t.addr, t.desc.nbytes)[:] = \
+                np.ascontiguousarray(data).reshape(-1).view(np.uint8)
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
-        return self.backend.gm.bytes(addr, nbytes).copy()
+        with self._lock:
+            self._check_open()
+            return self.backend.gm.bytes(addr, nbytes).copy()
 
     def release(self, t: DeviceTensor) -> None:
-        if not self.closed:
-            self.allocator.free(t.addr)
+        """Free `t` once (from any thread; a second free does nothing)."""
+        with self.allocator.lock:
+            if not t.alive:
+                return
+            t.alive = False
+            if not self.closed:
+                self.allocator.free(t.addr)
+
+    def check_fits(self, specs, what: str, host_bytes: int = 0) -> None:
+        """Refuse a run before anything is made: its device tensors (`specs`) against the free
+        device memory, then `host_bytes` of host arrays plus (unless timing-only, which
+        touches no data) the simulated GM they take against the host's available memory."""
+        device_bytes = sum(self.allocator.round(TensorDesc.nd(s.shape, s.dtype).nbytes)
+                           for s in specs if s is not None)
+        self.allocator.check_capacity(device_bytes, what)
+        if not self.timing_only:
+            host_bytes += device_bytes
+        if host_bytes:
+            check_host(host_bytes, what)
+
+    def _own(self, t, role: str) -> None:
+        """`t` must be a live tensor of this device."""
+        if not isinstance(t, DeviceTensor):
+            raise BadInput(f"{role} must be a device tensor (dev.tensor(array); None omits "
+                           f"an optional input), got {type(t).__name__}")
+        if t.device is not self:
+            raise KernelStartFailed(f"kernel start failed: {role} ({t.name!r}) is a tensor "
+                                    f"of device {t.device.label}, not of {self.label} (copy "
+                                    f"it over: dev.tensor(t.numpy()))")
+        if not t.alive:
+            raise KernelStartFailed(f"kernel start failed: {role} ({t.name!r}) was freed")
 
     # ---- running ops ----
     def run(self, op: str, *inputs: DeviceTensor, config: dict | None = None, **attrs):
         """Run an op by name: the native kernel when it takes the case, else the shim."""
+        with self._lock:
+            return self._run(op, inputs, config, attrs)
+
+    def _run(self, op: str, inputs: tuple, config: dict | None, attrs: dict):
         self._check_open()
         schema = get_op(op)
-        for t in inputs:
-            if t is not None and not isinstance(t, DeviceTensor):
-                raise TypeError(f"{op}: inputs are device tensors (dev.tensor(array)) or None "
-                                f"for an omitted optional input, got {type(t).__name__}")
-            if t is not None and not t.alive:
-                raise KernelStartFailed(f"kernel start failed: input {t.name} was freed")
-        specs = [None if t is None else _spec(schema, name, t)
-                 for name, t in zip(schema.input_names(len(inputs)), inputs)]
+        schema.check_count(len(inputs))
+        names = schema.input_names(len(inputs))
+        for name, t in zip(names, inputs):
+            if t is not None:
+                self._own(t, f"{op} input {name}")
+        specs = [None if t is None else _spec(schema, name, t) for name, t in zip(names, inputs)]
         bound = schema.check(specs, attrs)
         out_specs = schema.infer_fn(schema, specs, bound)
         if op in VIEW_OPS and not inputs[0].desc.is_padded:
@@ -148,26 +247,33 @@ class Device:
         """Run a graph node by node (or, with `fuse`, chains of elementwise nodes as fused
         kernels); `feeds` maps graph inputs to device tensors or arrays. The launches are kept
         in `last_graph` (a GraphRecord)."""
-        self._check_open()
-        outputs, self.last_graph = run_graph(self, graph, feeds, fuse)
-        return outputs
+        if not isinstance(graph, Graph):
+            raise BadInput(f"run_graph takes a Graph, got {type(graph).__name__}")
+        if not isinstance(feeds, dict):
+            raise BadInput(f"run_graph feeds are a dict of graph input name -> array or "
+                           f"device tensor, got {type(feeds).__name__}")
+        with self._lock:
+            self._check_open()
+            outputs, self.last_graph = run_graph(self, graph, feeds, fuse)
+            return outputs
 
     # ---- lifecycle ----
     def _check_open(self) -> None:
         if self.closed:
-            raise DeviceClosed(f"device {self.chip.name} is closed")
+            raise DeviceClosed(f"device {self.label} is closed")
 
     def close(self) -> list[str]:
         """Close the device; returns (and warns about) the allocations still live."""
-        if self.closed:
-            return []
-        leaks = self.allocator.leak_report()
-        if leaks:
-            warnings.warn(f"{self.chip.name}: {len(leaks)} allocation(s) still live at close: "
-                          + "; ".join(leaks), ResourceWarning, stacklevel=2)
-        self.allocator.empty_cache()
-        self.closed = True
-        return leaks
+        with self._lock:
+            if self.closed:
+                return []
+            leaks = self.allocator.leak_report()
+            if leaks:
+                warnings.warn(f"{self.chip.name}: {len(leaks)} allocation(s) still live at "
+                              f"close: " + "; ".join(leaks), ResourceWarning, stacklevel=2)
+            self.allocator.empty_cache()
+            self.closed = True
+            return leaks
 
     def __enter__(self) -> Device:
         return self
@@ -176,7 +282,7 @@ class Device:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Device({self.chip.name}, debug={self.debug})"
+        return f"Device({self.label}, debug={self.debug})"
 
 
 def device(chip: str = "910B1", **kwargs) -> Device:

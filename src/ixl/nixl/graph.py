@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hixl import ShapeMismatch, get_op
+from ..hixl import BadInput, ShapeMismatch, get_op
 from .fusion import find_chain, run_chain
 from .record import RunRecord
+from .tensor import DeviceTensor
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,13 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
     missing = [n for n in graph.inputs if n not in feeds]
     if missing:
         raise ShapeMismatch(f"graph inputs {', '.join(missing)} were not fed")
+    unknown = [n for n in feeds if n not in graph.inputs and n not in graph.constants]
+    if unknown:
+        raise BadInput(f"graph feeds {', '.join(map(repr, unknown))} are not inputs of the "
+                       f"graph (its inputs: {', '.join(graph.inputs) or 'none'})")
+    for name, value in feeds.items():
+        if isinstance(value, DeviceTensor):
+            device._own(value, f"graph feed {name}")
     last_use: dict[str, int] = {}
     consumers: dict[str, int] = {}
     for i, node in enumerate(graph.nodes):
@@ -103,7 +111,7 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
 
     try:
         for name, value in {**graph.constants, **feeds}.items():
-            if hasattr(value, "desc"):
+            if isinstance(value, DeviceTensor):
                 env[name] = value
             else:
                 env[name] = device.tensor(np.asarray(value), name=name)

@@ -7,6 +7,7 @@ the shim when there is no kernel or the kernel declines a case; the reason is ke
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -58,9 +59,14 @@ class FusionProvider(Protocol):
 
 
 class Registry:
+    """The kernel library loads on first lookup, once, under a lock: a thread asking while
+    another loads waits for every kernel instead of finding none and taking the shim."""
+
     def __init__(self):
         self._kernels: dict[str, KernelEntry] = {}
         self._loaded = False
+        self._loading = False            # this thread is inside the import (nested lookups)
+        self._lock = threading.RLock()
         self._fusion: FusionProvider | None = None
 
     @property
@@ -73,9 +79,10 @@ class Registry:
 
     def register(self, entry: KernelEntry) -> KernelEntry:
         get_op(entry.op)   # the op must exist in HIXL
-        if entry.op in self._kernels:
-            raise ValueError(f"a native kernel for {entry.op} is registered twice")
-        self._kernels[entry.op] = entry
+        with self._lock:
+            if entry.op in self._kernels:
+                raise ValueError(f"a native kernel for {entry.op} is registered twice")
+            self._kernels[entry.op] = entry
         return entry
 
     def native(self, op: str) -> KernelEntry | None:
@@ -83,9 +90,18 @@ class Registry:
         return self._kernels.get(op)
 
     def _load(self) -> None:
-        if not self._loaded:
-            self._loaded = True
-            from .. import kernels  # noqa: F401  (the only importer of the kernel library)
+        """Import the kernel library; marked loaded only once every kernel registered."""
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                from .. import kernels  # noqa: F401  (the only importer of the kernel library)
+                self._loaded = True
+            finally:
+                self._loading = False
 
 
 REGISTRY = Registry()

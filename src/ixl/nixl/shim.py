@@ -17,8 +17,8 @@ from .record import RunRecord
 def run_shim(device, schema: OpSchema, inputs: list, outputs: list, attrs: dict,
              reason: str) -> RunRecord:
     log.shim(schema.name, reason)
-    arrays = [t and t.numpy() for t in inputs]
-    if not device.timing_only:
+    if not device.timing_only:          # timing-only: no data is read, computed or written
+        arrays = [t and t.numpy() for t in inputs]
         results = schema.reference(*arrays, **attrs)
         for out, res in zip(outputs, results):
             device.write(out, res)

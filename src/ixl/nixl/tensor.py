@@ -1,4 +1,4 @@
-"""Device tensors: a TensorDesc plus a block of device memory."""
+"""Device tensors: a TensorDesc plus a block of device memory, on the device that made it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import KernelStartFailed
+from .errors import DeviceClosed, KernelStartFailed
 from .tensor_desc import TensorDesc
 
 if TYPE_CHECKING:
@@ -43,11 +43,12 @@ class DeviceTensor:
         return stored
 
     def free(self) -> None:
-        if self.alive:
-            self.alive = False
-            self.device.release(self)
+        self.device.release(self)
 
     def _check_alive(self) -> None:
+        if self.device.closed:
+            raise DeviceClosed(f"tensor {self.name!r} is on device {self.device.label}, "
+                               f"which is closed")
         if not self.alive:
             raise KernelStartFailed(f"tensor {self.name} at {self.addr:#x} was freed")
 
