@@ -16,7 +16,10 @@ import numpy as np
 from .ascend import AICore, ChipSpec, LaunchRecord, Mode, SimulatedChip, get_chip
 from .ascend import lang as asc
 from .ascend.gm import GlobalMemory, GlobalTensor
+from .hixl import BadInput
 from .nixl import REGISTRY, KernelContext, TensorDesc
+
+MEASURED_CHIP = "910B1"    # the chip every measurement below was made on
 
 F16 = np.dtype(np.float16)
 ADD_SIDE = 8192            # Add: 8192 x 8192 float16, out = a + b (402.7 MB moved)
@@ -130,7 +133,14 @@ class CalibrationPoint:
                 "measured_us": self.measured_us, "ratio": round(self.ratio, 4)}
 
 
-def calibrate(chip_name: str = "910B1", progress=None) -> list[CalibrationPoint]:
+def calibrate(chip_name: str = MEASURED_CHIP, progress=None) -> list[CalibrationPoint]:
+    """The workloads modeled on `chip_name` beside their measurements, which exist for the
+    measured chip only: another chip's model set against them would say nothing."""
+    get_chip(chip_name)
+    if chip_name != MEASURED_CHIP:
+        raise BadInput(f"calibrate: there are no measurements for {chip_name}; the workloads "
+                       f"were measured on a {MEASURED_CHIP} (ixl calibrate --chip "
+                       f"{MEASURED_CHIP})")
     points = []
     todo = workloads(chip_name)
     for i, w in enumerate(todo):

@@ -6,25 +6,32 @@ import argparse
 import json
 import re
 import sys
+import traceback
 
 import numpy as np
 
 from rich.table import Table
 
 from . import explain as explain_mod
-from . import versions
+from . import files, versions
 from .ascend import CHIPS, ChipError, UnknownChipError
-from .console import err, out
-from .hixl import ArgSpec, HixlError, all_ops, get_op
-from .nixl import REGISTRY, NixlError, device
+from .console import err, out, progress
+from .hixl import ArgSpec, BadInput, HixlError, all_ops, get_op
+from .hixl.dtypes import to_numpy
+from .nixl import REGISTRY, NixlError, device, environment, log
 from .nixl.views import VIEW_OPS
 from .models.cli import add_parser as add_model_parser
+from .models.minilm import ModelUnavailable
 from .onnx.cli import add_parser as add_onnx_parser
+from .onnx.translate import UnsupportedOnnx
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
-from .verify import CaseResult, run_case, verify_op_cases
+from .verify import CaseResult, host_bytes, run_case, verify_op_cases
 
-
-USER_ERRORS = (HixlError, ChipError, NixlError, UnknownChipError, ValueError, TypeError)
+# ixl's own errors: what the user asked for is wrong, and the message says what is allowed.
+KNOWN_ERRORS = (HixlError, NixlError, ChipError, UnknownChipError, ModelUnavailable,
+                UnsupportedOnnx)
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130          # 128 + SIGINT, as shells report it
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -33,19 +40,32 @@ def parse_shape(text: str) -> tuple[int, ...]:
         return ()
     parts = re.split(r"\s*[,x]\s*", t)
     if not all(p.isdigit() for p in parts):
-        raise ValueError(f"shape {text!r} does not parse: give comma-separated non-negative "
-                         f"integers such as 8192,8192 (or 'scalar')")
+        raise BadInput(f"shape {text!r} does not parse: give comma-separated non-negative "
+                       f"integers such as 8192,8192 (or 'scalar')")
     return tuple(int(p) for p in parts)
 
 
-def parse_attr(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise ValueError(f"attribute {text!r} does not parse: use NAME=VALUE")
-    name, value = text.split("=", 1)
+def parse_attr(text: str, flag: str = "--attr") -> tuple[str, object]:
+    """NAME=VALUE, the value as JSON (a bare word is a string)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise BadInput(f"{flag} {text!r} does not parse: use NAME=VALUE")
     try:
         return name, json.loads(value)
     except json.JSONDecodeError:
         return name, value
+
+
+def parse_pairs(items: list[str], flag: str) -> dict:
+    """Every NAME=VALUE of a repeated flag; a name given twice is refused, not overwritten."""
+    pairs: dict = {}
+    for item in items:
+        name, value = parse_attr(item, flag)
+        if name in pairs:
+            raise BadInput(f"{flag} {name} is given twice ({pairs[name]!r} and {value!r}); "
+                           f"give it once")
+        pairs[name] = value
+    return pairs
 
 
 def _jsonable(value):
@@ -135,6 +155,14 @@ def _profile_outputs(args, rec) -> dict:
     """Metrics, trace and plot of one run; returns the JSON to merge into --json output."""
     extra = {}
     if rec.launch is None:
+        if args.trace or args.plot:       # a kernel declined the case at tiling time
+            asked = " and ".join(f for f, v in (("--trace", args.trace), ("--plot", args.plot))
+                                 if v)
+            raise BadInput(f"{asked}: nothing written: {rec.op} ran on the {rec.path} "
+                           f"({rec.reason}), which launches no kernel")
+        if args.profile and not args.json:
+            out.print(f"profile: no kernel launch to profile ({rec.op} ran on the {rec.path}: "
+                      f"{rec.reason})")
         return extra
     if args.profile:
         m = launch_metrics(rec.launch)
@@ -155,35 +183,76 @@ def _profile_outputs(args, rec) -> dict:
     return extra
 
 
+def _values(args, schema, names: list[str], shapes, dtypes) -> dict[str, tuple]:
+    """--value NAME=JSON: the contents of an input, as many numbers as its shape holds."""
+    values = parse_pairs(getattr(args, "value", []), "--value")
+    unknown = set(values) - set(names)
+    if unknown:
+        raise BadInput(f"--value for {', '.join(sorted(unknown))}: {schema.name}'s inputs "
+                       f"are {', '.join(names)}")
+    out = {}
+    for name, shape, dtype in zip(names, shapes, dtypes):
+        if name not in values:
+            continue
+        try:
+            array = np.asarray(values[name], dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise BadInput(f"--value {name}={values[name]!r}: give JSON numbers such as 3 or "
+                           f"[0, 1]") from None
+        size = int(np.prod(shape, dtype=np.int64))
+        if array.size != size:
+            raise BadInput(f"--value {name}: {array.size} value(s) for an input of shape "
+                           f"{list(shape)}, which holds {size}")
+        if to_numpy(dtype).kind in "iub" and not np.array_equal(array, np.round(array)):
+            raise BadInput(f"--value {name}: {name} is {dtype}, give whole numbers")
+        out[name] = tuple(array.astype(to_numpy(dtype)).tolist())
+    return out
+
+
 def _call(args):
-    """The op, its input shapes, attributes and specs from the command line: one --shape per
-    input (or one for all), each input in the dtype the op gives it for --dtype (indices stay
-    integers; optional inputs are left out unless given), --value NAME=JSON for inputs whose
-    contents decide the output shape."""
+    """The op, its input shapes, attributes, input specs and output specs from the command
+    line: one --shape per input (or one for all), each input in the dtype the op gives it for
+    --dtype (indices stay integers; optional inputs are left out unless given), --value
+    NAME=JSON for inputs whose contents decide the output shape. The call is checked in full
+    (shapes broadcast, attributes of the right kind) before anything is made."""
     schema = get_op(args.op)
     shapes = [parse_shape(s) for s in args.shape]
     required = max(len(schema.inputs) - schema.optional, 1)
     if len(shapes) == 1 and required > 1:      # one shape for every required input
         shapes = shapes * required
-    values = dict(parse_attr(v) for v in getattr(args, "value", []))
-    names = schema.input_names(len(shapes))
-    unknown = set(values) - set(names)
-    if unknown:
-        raise ValueError(f"--value for {', '.join(sorted(unknown))}: {schema.name}'s inputs "
-                         f"are {', '.join(names)}")
-    specs = [ArgSpec(s, d, None if n not in values else
-                     tuple(np.asarray(values[n]).reshape(-1).tolist()))
-             for s, d, n in zip(shapes, schema.input_dtypes(args.dtype, len(shapes)), names)]
-    attrs = dict(parse_attr(a) for a in args.attr)
-    schema.check(specs, attrs)
-    return schema, shapes, attrs, specs
+    names = schema.input_names(len(shapes))   # more shapes than inputs: refused here
+    dtypes = schema.input_dtypes(args.dtype, len(shapes))
+    values = _values(args, schema, names, shapes, dtypes)
+    specs = [ArgSpec(s, d, values.get(n)) for s, d, n in zip(shapes, dtypes, names)]
+    attrs = parse_pairs(args.attr, "--attr")
+    out_specs = schema.infer(specs, attrs)
+    return schema, shapes, attrs, specs, out_specs
+
+
+def _refuse_untraceable(args, schema) -> None:
+    """--trace and --plot draw a kernel launch: refused at once for an op that has none."""
+    asked = [f for f, v in (("--trace", args.trace), ("--plot", args.plot)) if v]
+    if not asked:
+        return
+    if schema.name in VIEW_OPS:
+        why = "is answered with a view of its input (no data moved)"
+    elif REGISTRY.native(schema.name) is None:
+        why = "has no native kernel (it runs on the shim)"
+    else:
+        return
+    raise BadInput(f"{' and '.join(asked)}: {schema.name} {why}, so there is no kernel launch "
+                   f"to trace")
 
 
 def cmd_run(args) -> int:
-    schema, shapes, attrs, specs = _call(args)
+    schema, shapes, attrs, specs, out_specs = _call(args)
+    _refuse_untraceable(args, schema)
     dev = device(args.chip, debug=args.debug, timing_only=args.timing_only,
                  record=bool(args.trace or args.plot))
     try:
+        what = f"{schema.name} {args.dtype} {' , '.join(str(list(s)) for s in shapes)}"
+        dev.check_fits([*specs, *out_specs], what,
+                       host_bytes=0 if args.timing_only else host_bytes(specs, out_specs))
         if args.timing_only:
             return _run_timing_only(args, dev, schema, specs, attrs, shapes)
         res = run_case(dev, schema, specs, attrs, seed=args.seed)
@@ -230,14 +299,10 @@ def cmd_verify(args) -> int:
         if args.json:
             results = verify_op_cases(dev, ops, seed=args.seed)
         else:
-            from rich.progress import Progress
-            with Progress(console=err, transient=True) as bar:
-                task = bar.add_task("verifying", total=None)
-
-                def progress(i, n, r):
-                    bar.update(task, completed=i, total=n,
-                               description=f"{r.op} {r.note[:30]} {r.dtype}")
-                results = verify_op_cases(dev, ops, seed=args.seed, progress=progress)
+            with progress("verifying") as update:
+                results = verify_op_cases(
+                    dev, ops, seed=args.seed, progress=lambda i, n, r: update(
+                        completed=i, total=n, description=f"{r.op} {r.note[:30]} {r.dtype}"))
     finally:
         dev.close()
     failed = [r for r in results if not r.ok]
@@ -267,14 +332,12 @@ def cmd_tune(args) -> int:
     from .profile.tune import Tuner
     for name in args.then:
         get_op(name)
-    schema, shapes, attrs, specs = _call(args)
-    if REGISTRY.native(args.op) is None:
-        raise ValueError(f"{args.op} has no native kernel to tune (it runs on the shim)")
-    from rich.progress import Progress
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("tuning", total=None)
+    schema, shapes, attrs, specs, _ = _call(args)
+    if REGISTRY.native(schema.name) is None:
+        raise BadInput(f"{schema.name} has no native kernel to tune (it runs on the shim)")
+    with progress("tuning") as update:
         tuner = Tuner(args.chip, args.op, specs, attrs, args.then,
-                      progress=lambda text: bar.update(task, description=text))
+                      progress=lambda text: update(description=text))
         try:
             rows, chosen = tuner.ladder()
         finally:
@@ -304,19 +367,16 @@ def cmd_tune(args) -> int:
 # ---------------------------------------------------------------- calibrate
 
 def cmd_calibrate(args) -> int:
-    from .calibration import calibrate
+    from .calibration import MEASURED_CHIP, calibrate
     if args.json:
         points = calibrate(args.chip)
         _emit_json([p.to_json() for p in points])
         return 0
-    from rich.progress import Progress
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("calibrating", total=None)
-
-        def progress(i, n, name):
-            bar.update(task, completed=i, total=n, description=name)
-        points = calibrate(args.chip, progress)
-    table = Table(title=f"calibration on the modeled {args.chip} (measured on a real 910B1)")
+    with progress("calibrating") as update:
+        points = calibrate(args.chip, lambda i, n, name: update(completed=i, total=n,
+                                                                 description=name))
+    table = Table(title=f"calibration on the modeled {args.chip} (measured on a real "
+                        f"{MEASURED_CHIP})")
     for col in ("workload", "modeled (us)", "measured (us)", "ratio"):
         table.add_column(col, justify="left" if col == "workload" else "right")
     for p in points:
@@ -364,8 +424,16 @@ def cmd_explain(args) -> int:
 
 # ---------------------------------------------------------------- parser
 
+class Parser(argparse.ArgumentParser):
+    """A usage mistake is raised as BadInput, so that it leaves through the command's one error
+    path as one line (argparse would print the usage too)."""
+
+    def error(self, message: str):
+        raise BadInput(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ixl", description=(
+    p = Parser(prog="ixl", description=(
         "Port ops from their semantics (HIXL) to a runtime (NIXL) on a simulated Ascend "
         "AI Core: check against the golden, see where the time goes."))
     sub = p.add_subparsers(dest="command", required=True)
@@ -435,13 +503,51 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_outputs(args) -> None:
+    """Every output path, as it will really be written, checked before anything runs."""
+    for flag, written in (("trace", str), ("plot", files.plot_path), ("out", files.npy_path)):
+        path = getattr(args, flag, None)
+        if path:
+            files.check_output_file(f"--{flag}", path)      # as given: a directory is refused
+            setattr(args, flag, written(path))
+            files.check_output_file(f"--{flag}", written(path))
+    save = getattr(args, "save", None)
+    if isinstance(save, str):                 # a directory of outputs
+        files.check_output_dir("--save", save)
+    elif save:                                # `tune --save`: the tuning cache
+        from .nixl import tuning_cache
+        files.check_output_file("--save (the tuning cache, IXL_TUNING_CACHE)",
+                                tuning_cache.cache_path(), make_parents=True)
+
+
+def one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The one error path: ixl's own errors print `ixl: error: ...` with their `ixl explain`
+    hint; anything else prints one line asking for IXL_LOG=debug, which shows the traceback;
+    Ctrl-C prints one line and exits 130."""
     try:
+        args = build_parser().parse_args(argv)
+        environment.check()
+        check_outputs(args)
         return args.func(args)
-    except USER_ERRORS as e:
-        err.print(f"ixl: error: {e}", markup=False)
-        return 2
+    except KeyboardInterrupt:
+        err.print("ixl: interrupted", markup=False)
+        return EXIT_INTERRUPTED
+    except KNOWN_ERRORS as e:
+        message = one_line(e)
+        if "ixl explain" not in message:
+            message += " (see: ixl explain 'bad input')"
+        err.print(f"ixl: error: {message}", markup=False)
+        return EXIT_ERROR
+    except Exception as e:      # noqa: BLE001  (the one place an unexpected error ends)
+        if log.enabled():
+            traceback.print_exc()
+        err.print(f"ixl: error: {type(e).__name__}: {one_line(e)} (unexpected: run with "
+                  f"IXL_LOG=debug to see the traceback)", markup=False)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

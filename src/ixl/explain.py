@@ -61,8 +61,17 @@ ENTRIES = [
           "`ixl list` for the known ops (names are case-sensitive, ONNX style)"),
     Entry("bad attribute", "an attribute the op does not take, or a value out of its range",
           "the op's schema: `ixl list --json` lists each op's attributes"),
-    Entry("out of memory", "live device tensors exceed the chip's HBM",
-          "free tensors you no longer need; Device.close() reports what is still live"),
+    Entry("out of memory",
+          "live device tensors exceed the chip's HBM, or the host cannot hold the simulated "
+          "device memory and the host copies a run needs (the message says which limit and "
+          "by how much)",
+          "free tensors you no longer need (Device.close() reports what is still live); "
+          "smaller shapes; `--timing-only` touches no data"),
+    Entry("bad input",
+          "a value of the wrong kind: a command-line option, an output path, an input file, "
+          "an environment variable (IXL_LOG, IXL_THREADS, IXL_DEBUG, IXL_TUNING_CACHE) or a "
+          "Python argument",
+          "the message names the culprit and what is allowed; `ixl <command> --help`"),
 ]
 
 

@@ -11,9 +11,10 @@ from rich.table import Table
 
 from ..ascend import CHIPS
 from ..console import out
+from ..files import save_npy
+from ..hixl import BadInput
 from ..nixl import GraphRecord
 from .minilm import DTYPES, MiniLM
-
 
 
 def add_parser(subparsers) -> None:
@@ -23,7 +24,8 @@ def add_parser(subparsers) -> None:
     run = sub.add_parser("minilm", help="all-MiniLM-L6-v2 sentence embeddings (n, 384)")
     run.add_argument("--text", action="append", required=True,
                      help="a sentence to embed; once per sentence")
-    run.add_argument("--out", metavar="FILE.npy", help="write the embeddings (n, 384) float32")
+    run.add_argument("--out", metavar="FILE.npy", help="write the embeddings (n, 384) float32 "
+                     "(.npy is appended to a name without it, and the written path reported)")
     run.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
     run.add_argument("--no-fuse", action="store_true",
                      help="run every node as its own kernel (default: fuse elementwise chains)")
@@ -57,12 +59,24 @@ def per_op(records: list[GraphRecord]) -> list[OpRow]:
     return sorted(rows.values(), key=lambda r: -r.time_us)
 
 
+def check_texts(texts: list[str]) -> None:
+    """Every text is valid Unicode: bytes that are not UTF-8 reach Python as lone surrogates
+    (on a command line, through surrogateescape), which no tokenizer can take."""
+    for i, text in enumerate(texts, 1):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raw = text[e.start:e.end].encode("utf-8", "surrogateescape")
+            raise BadInput(f"--text number {i} is not valid UTF-8: byte(s) {raw.hex(' ')} at "
+                           f"character {e.start} (give the text in UTF-8)") from None
+
+
 def cmd_minilm(args) -> int:
+    check_texts(args.text)
     model = MiniLM(args.chip, args.dtype)
     fuse = not args.no_fuse
     result = model.embed(args.text, fuse=fuse)
-    if args.out:
-        np.save(args.out, result.vectors)
+    written = save_npy(args.out, result.vectors) if args.out else None
     total = sum(r.time_us for r in result.records)
     other = model.modeled_us(result.encoded, not fuse)
     fused, unfused = (total, other) if fuse else (other, total)
@@ -75,13 +89,13 @@ def cmd_minilm(args) -> int:
             "ops": [{"op": r.op, "path": r.path, "count": r.count, "time_us": r.time_us,
                      "share": r.time_us / total, "shim_reason": r.why or None} for r in rows],
             "total_us": {"fused": fused, "unfused": unfused},
-            "out": args.out, "embeddings": result.vectors.tolist()}))
+            "out": written, "embeddings": result.vectors.tolist()}))
         return 0
     for text, enc, vector in zip(args.text, result.encoded, result.vectors):
         out.print(f"{enc.tokens:4d} tokens (padded to {enc.length}) {text!r}: "
                   f"{np.array2string(vector[:6], precision=4)} ...")
-    if args.out:
-        out.print(f"wrote {args.out}: {result.vectors.shape} float32")
+    if written:
+        out.print(f"wrote {written}: {result.vectors.shape} float32")
     print_table(rows, total, f"all-MiniLM-L6-v2 on {args.chip}, {args.dtype}, "
                              f"{len(args.text)} text(s), {'fused' if fuse else 'not fused'}")
     shims = sum(r.count for r in rows if r.path == "shim")

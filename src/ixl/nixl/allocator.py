@@ -104,7 +104,7 @@ class GMAllocator:
                 raise OutOfMemory(
                     f"out of device memory on {self.device_name}: {what} needs {nbytes} bytes, "
                     f"{self.stats.live_bytes} of {self.capacity} are live "
-                    f"({human_bytes(over)} over)")
+                    f"({human_bytes(over)} over the device's {human_bytes(self.capacity)})")
 
     def alloc(self, nbytes: int, name: str = "tensor") -> int:
         size = self.round(nbytes)

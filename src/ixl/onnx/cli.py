@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ..ascend import CHIPS
 from ..console import out
+from ..files import load_npy
 from .backend import IxlBackend, IxlBackendRep
 
 
@@ -47,7 +48,7 @@ def parse_inputs(items: list[str]) -> dict[str, np.ndarray]:
             raise ValueError(f"--input {item!r} does not parse: use NAME=FILE.npy")
         if not Path(file).is_file():
             raise ValueError(f"--input {name}: no such file {file}")
-        feeds[name] = np.load(file)
+        feeds[name] = load_npy(file, f"--input {name}")
     return feeds
 
 

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..hixl import ArgSpec, OpSchema, SampleCase, TileMultiple, all_ops, get_op
+from ..hixl import ArgSpec, OpSchema, SampleCase, TileMultiple, all_ops, get_op, to_numpy
 from ..hixl.schema import contents
 from .compare import Comparison, compare
 
@@ -84,6 +84,16 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
     return CaseResult(schema.name, note, [s.shape if s else None for s in specs], dtype, dev.chip.name,
                       rec.path, comps, attrs, rec.reason, rec.kernel, rec.block_dim,
                       rec.time_us, rec)
+
+
+def host_bytes(specs: list[ArgSpec], out_specs: list[ArgSpec]) -> int:
+    """About how much host memory `run_case` needs besides the device's own: each input and
+    its widened copy for the golden, each output read back, the golden's output (wide and
+    rounded) and the comparison's float64 work arrays."""
+    def size(s, per_elem):
+        return s.size * per_elem(to_numpy(s.dtype).itemsize)
+    return (sum(size(s, lambda n: n + 8) for s in specs if s is not None)
+            + sum(size(s, lambda n: 2 * n + 40) for s in out_specs))
 
 
 def resolve_shape(shape, unit: int) -> tuple[int, ...]:

@@ -146,6 +146,22 @@ def _clip_inputs(schema, specs, rng, attrs):
             None if hi is None else np.full(hi.shape, 2.5).astype(to_numpy(hi.dtype))]
 
 
+def _cast(x, to):
+    """Float to integer truncates toward zero and saturates, as the chip converts (CAST_TRUNC
+    with saturation): NaN -> 0, +inf and values above the range -> the type's max, -inf and
+    values below -> its min. Every other conversion is numpy's."""
+    target = to_numpy(to)
+    if target.kind not in "iu" or x.dtype.kind != "f":
+        return x
+    info = np.iinfo(target)
+    y = np.trunc(np.nan_to_num(x, nan=0.0, posinf=np.inf, neginf=-np.inf))
+    high, low = y >= info.max, y <= info.min
+    out = np.where(high | low, 0, y).astype(target)
+    out[high] = info.max
+    out[low] = info.min
+    return out
+
+
 def _infer_cast(schema, specs, attrs):
     if attrs["to"] not in DTYPES:
         raise AttrError(f"Cast: to={attrs['to']!r} is not a dtype ixl has "
@@ -159,6 +175,10 @@ def _infer_cast_like(schema, specs, attrs):
 
 CAST_CASES = with_attrs(boundary_cases(1), to="float32") + [
     SampleCase("to int32 (truncates toward zero)", ((4, 33),), {"to": "int32"}),
+    SampleCase("to int32: NaN -> 0, infinities saturate", ((8,),), {"to": "int32"},
+               values={"x": [math.nan, math.inf, -math.inf, 65504.0, -65504.0, 2.7, -2.7, 0.0]}),
+    SampleCase("to int32: out-of-range values saturate", ((4,),), {"to": "int32"},
+               dtypes=("bfloat16", "float32"), values={"x": [3e9, -3e9, 1e38, -1e38]}),
     SampleCase("to bool (nonzero is true)", ((4, 33),), {"to": "bool"}),
 ]
 
@@ -219,7 +239,8 @@ register(OpSchema(
        SampleCase("no bounds", ((5, 7),))]))
 
 # ---- dtype conversion ----
-unary("Cast", lambda x, to: x, "y = x converted to dtype `to` (floats to ints truncate)",
+unary("Cast", _cast, "y = x converted to dtype `to`; floats to ints truncate toward zero and "
+      "saturate as the chip does: NaN -> 0, +-inf and out-of-range values -> the type's max/min",
       attrs={"to": Attr(str, None, "target dtype name", required=True)},
       type_of={"x": "T1"}, constraints={"T1": ALL}, infer_fn=_infer_cast,
       samples=CAST_CASES)
