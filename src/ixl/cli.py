@@ -216,6 +216,7 @@ def _call(args):
     NAME=JSON for inputs whose contents decide the output shape. The call is checked in full
     (shapes broadcast, attributes of the right kind) before anything is made."""
     schema = get_op(args.op)
+    to_numpy(args.dtype)
     shapes = [parse_shape(s) for s in args.shape]
     required = max(len(schema.inputs) - schema.optional, 1)
     if len(shapes) == 1 and required > 1:      # one shape for every required input

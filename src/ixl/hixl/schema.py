@@ -86,13 +86,14 @@ class Attr:
             return value
         want = _KIND_NAMES.get(self.kind, self.kind.__name__)
         if self.kind is list:
-            want += f" of {_KIND_NAMES.get(self.item, self.item.__name__)}s"
+            want += f" of {_ITEM_NAMES.get(self.item, self.item.__name__)}"
         raise AttrError(f"{op}: attribute {name} must be {want}, got "
                         f"{type(value).__name__} {value!r}")
 
 
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list",
                np.ndarray: "an array (or a number or list)"}
+_ITEM_NAMES = {int: "integers", float: "numbers", str: "strings"}
 
 
 def _is_kind(value, kind: type) -> bool:

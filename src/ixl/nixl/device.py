@@ -57,6 +57,8 @@ def _dtype_name(dtype) -> str:
     if isinstance(dtype, str):
         to_numpy(dtype)
         return dtype
+    if dtype is None:                   # numpy would read None as float64
+        raise BadInput("a dtype is a name such as 'float16', got None")
     try:
         return name_of(dtype)
     except TypeError:
