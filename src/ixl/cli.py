@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import traceback
@@ -32,6 +33,7 @@ KNOWN_ERRORS = (HixlError, NixlError, ChipError, UnknownChipError, ModelUnavaila
                 UnsupportedOnnx)
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130          # 128 + SIGINT, as shells report it
+EXIT_BROKEN_PIPE = 141          # 128 + SIGPIPE
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -537,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("ixl: interrupted", markup=False)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:     # the reader stopped early (`ixl list | head`): nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KNOWN_ERRORS as e:
         message = one_line(e)
         if "ixl explain" not in message:

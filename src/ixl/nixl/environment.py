@@ -19,11 +19,10 @@ def _value(name: str) -> str:
     return os.environ.get(name, "").strip()
 
 
-def _check_log() -> str | None:
-    value = _value("IXL_LOG")
-    if value and value.lower() not in LOG_LEVELS:
-        return (f"IXL_LOG={value!r} is not allowed: debug (print each launch's descs, "
-                f"addresses and tiling) or info (the default)")
+def _check_choice(name: str, allowed, meaning: str) -> str | None:
+    value = _value(name)
+    if value and value.lower() not in allowed:
+        return f"{name}={value!r} is not allowed: {meaning}"
     return None
 
 
@@ -32,14 +31,6 @@ def _check_threads() -> str | None:
     if value and not (value.isdigit() and int(value) >= 1):
         return (f"IXL_THREADS={value!r} is not allowed: a positive integer, the host threads "
                 f"that simulate cores (default 1)")
-    return None
-
-
-def _check_debug() -> str | None:
-    value = _value("IXL_DEBUG")
-    if value and value.lower() not in FLAGS:
-        return (f"IXL_DEBUG={value!r} is not allowed: one of {', '.join(FLAGS)} "
-                f"(default off)")
     return None
 
 
@@ -70,8 +61,12 @@ def _check_tuning_cache() -> str | None:
 
 def check() -> None:
     """Raise BadInput naming every ixl variable whose value is not allowed."""
-    problems = [p for p in (_check_log(), _check_threads(), _check_debug(),
-                            _check_tuning_cache()) if p]
+    problems = [p for p in (
+        _check_choice("IXL_LOG", LOG_LEVELS, "debug (print each launch's descs, addresses and "
+                                             "tiling) or info (the default)"),
+        _check_threads(),
+        _check_choice("IXL_DEBUG", FLAGS, f"one of {', '.join(FLAGS)} (default off)"),
+        _check_tuning_cache()) if p]
     if problems:
         raise BadInput("; ".join(problems))
 
