@@ -20,8 +20,8 @@ from ixl.cli import main
 from ixl.hixl import (AttrError, BadInput, DtypeError, HixlError, ShapeMismatch, UnknownOp,
                       get_op)
 from ixl.hixl.dtypes import to_numpy
-from ixl.nixl import (DeviceClosed, Graph, KernelEntry, KernelDeclined, KernelStartFailed,
-                      LaunchPlan, NixlError, OutOfMemory)
+from ixl.nixl import (DeviceClosed, Graph, KernelDeclined, KernelEntry, KernelStartFailed,
+                      NixlError, OutOfMemory)
 from ixl.nixl import allocator
 from ixl.nixl.device import Device
 from ixl.nixl.registry import Registry
