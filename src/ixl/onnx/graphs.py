@@ -42,3 +42,10 @@ def inline(target: Graph, body: Graph, bindings: dict[str, str], outputs: list[s
         if outer and renamed_outputs.get(inner) != outer:
             target.nodes.append(Node("Identity", (rename(inner),), (outer,), {},
                                      f"{prefix}{inner}->{outer}"))
+
+
+def prune_constants(graph: Graph) -> Graph:
+    """`graph` without the constants no node reads any more."""
+    read = {n for node in graph.nodes for n in node.inputs} | set(graph.outputs)
+    return Graph(list(graph.inputs), list(graph.outputs), list(graph.nodes),
+                 {n: v for n, v in graph.constants.items() if n in read})

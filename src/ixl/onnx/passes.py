@@ -3,8 +3,13 @@
 `specialize` fixes the input shapes (ATC's --input_shape, or one gear of --dynamic_dims) and
 folds on the host every node whose result no longer depends on input data: the shape
 arithmetic a dynamic-shape export leaves behind (Shape, Gather, Unsqueeze, Concat, ...), ONNX
-Constant nodes, casts of constants. Without it each of those runs through the shim and pays
+Constant nodes, casts of constants, an If whose condition becomes known (replaced by its
+branch); inputs fixed in value (an attention mask) fold what depends on them. Without it each of those runs through the shim and pays
 host round trips at every inference.
+
+`fold_constants` folds every node whose inputs are constants without fixing input shapes;
+`fold_batch_norm` folds an inference BatchNormalization into the Conv before it; `optimize` runs
+them with `patterns.fuse_patterns` (exporters' decompositions of fused ops put back together).
 
 `cast_floats` runs a float32 graph in float16 or bfloat16 (ATC's --precision_mode=force_fp16):
 float32 constants (initializers and constant attributes) and casts to float32 take the narrow
@@ -25,7 +30,8 @@ from ..hixl import ArgSpec, get_op, to_numpy
 from ..hixl.dtypes import name_of
 from ..nixl import Graph
 from ..nixl.graph import Node
-from .graphs import inline
+from .graphs import inline, prune_constants
+from .patterns import fuse_patterns
 
 
 def _probe(spec: ArgSpec) -> np.ndarray:
@@ -125,6 +131,48 @@ def fold_constants(graph: Graph) -> Graph:
     transposes, casts and reshapes of initializers, Constant nodes, shape arithmetic over
     constants. Input shapes need not be known."""
     return _pruned(graph, propagate(graph), list(graph.inputs))
+
+
+def fold_batch_norm(graph: Graph) -> Graph:
+    """A BatchNormalization right after a Conv (its only reader) folds into the Conv's weights
+    and bias when both hold constants: w' = w * s, b' = (b - mean) * s + bias, where
+    s = scale / sqrt(var + epsilon) per output channel."""
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    uses: dict[str, int] = {}
+    for node in graph.nodes:
+        for name in node.inputs:
+            uses[name] = uses.get(name, 0) + 1
+    constants = dict(graph.constants)
+    nodes = list(graph.nodes)
+    for bn in [n for n in graph.nodes if n.op == "BatchNormalization"]:
+        conv = producer.get(bn.inputs[0])
+        params = bn.inputs[1:]
+        if conv is None or conv.op != "Conv" or uses.get(bn.inputs[0]) != 1 or \
+                bn.inputs[0] in graph.outputs or conv.inputs[1] not in constants or \
+                not all(p in constants for p in params) or \
+                (len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in constants):
+            continue
+        w = np.asarray(constants[conv.inputs[1]])
+        scale, bias, mean, var = (np.asarray(constants[p], np.float64) for p in params)
+        factor = scale / np.sqrt(var + bn.attrs.get("epsilon", 1e-5))
+        b = (np.asarray(constants[conv.inputs[2]], np.float64) if len(conv.inputs) > 2
+             and conv.inputs[2] else np.zeros(w.shape[0]))
+        w_name, b_name = f"{bn.name}/folded_w", f"{bn.name}/folded_b"
+        constants[w_name] = (w * factor.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        constants[b_name] = ((b - mean) * factor + bias).astype(w.dtype)
+        folded = replace(conv, inputs=(conv.inputs[0], w_name, b_name), outputs=bn.outputs[:1])
+        nodes[nodes.index(conv)] = folded
+        nodes.remove(bn)
+    return prune_constants(Graph(list(graph.inputs), list(graph.outputs), nodes, constants))
+
+
+def optimize(graph: Graph, inputs: dict[str, ArgSpec] | None = None,
+             fixed: dict[str, np.ndarray] | None = None) -> Graph:
+    """Every pass, in order: specialise to the input shapes (or, without them, fold the
+    constant subgraphs), fold BatchNormalization into Conv, put exporters' decompositions of
+    LayerNormalization, RMSNormalization and Gelu back together."""
+    graph = specialize(graph, inputs, fixed) if inputs is not None else fold_constants(graph)
+    return fuse_patterns(fold_batch_norm(graph))
 
 
 def _narrow(value, dtype: str):
