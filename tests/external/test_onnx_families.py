@@ -178,3 +178,40 @@ def test_a_runtime_if_runs_on_the_host_and_says_so():
         run = next(r for r in rep.last_graph.runs if r.op == "If")
         assert run.path == "shim"
     assert "Loop" not in {n.op for n in rep.graph.nodes}
+
+
+RECURRENT_VARIANTS = {
+    "LSTM, sequence_lens shorter than the sequence": (
+        node("LSTM", ["X", "W", "R", "B", "L"], ["Y", "Yh"], hidden_size=4),
+        {"X": (5, 3, 2), "W": (1, 16, 2), "R": (1, 16, 4), "B": (1, 32)}),
+    "LSTM bidirectional, peepholes, clip, initial state": (
+        node("LSTM", ["X", "W", "R", "B", "", "H0", "C0", "P"], ["Y", "Yh"], hidden_size=4,
+             direction="bidirectional", clip=0.7),
+        {"X": (4, 3, 2), "W": (2, 16, 2), "R": (2, 16, 4), "B": (2, 32), "H0": (2, 3, 4),
+         "C0": (2, 3, 4), "P": (2, 12)}),
+    "GRU bidirectional, linear_before_reset, initial state": (
+        node("GRU", ["X", "W", "R", "B", "", "H0"], ["Y", "Yh"], hidden_size=4,
+             direction="bidirectional", linear_before_reset=1),
+        {"X": (4, 3, 2), "W": (2, 12, 2), "R": (2, 12, 4), "B": (2, 24), "H0": (2, 3, 4)}),
+    "GRU reverse": (node("GRU", ["X", "W", "R", "B"], ["Y", "Yh"], hidden_size=4,
+                         direction="reverse"),
+                    {"X": (3, 4, 2), "W": (1, 12, 2), "R": (1, 12, 4), "B": (1, 24)}),
+}
+
+
+@pytest.mark.parametrize("variant", RECURRENT_VARIANTS)
+def test_recurrent_variants_match_onnxruntime(variant):
+    """onnx's ReferenceEvaluator runs one direction and ignores sequence_lens: onnxruntime (the
+    `ort` extra) is the reference for these."""
+    ort = pytest.importorskip("onnxruntime")
+    rnn, shapes = RECURRENT_VARIANTS[variant]
+    feeds = {k: weights(*s, scale=1.0) for k, s in shapes.items()}
+    if "L" in rnn.input:
+        feeds["L"] = np.array([5, 2, 3], np.int32)
+    inputs = [value(k, list(v.shape), TensorProto.INT32 if v.dtype == np.int32 else F32)
+              for k, v in feeds.items()]
+    m = model([rnn], inputs, [value("Y", []), value("Yh", [])], {}, opset=22)
+    expected = ort.InferenceSession(m.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+    for ours, theirs in zip(IxlBackend.prepare(m).run(feeds), expected):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

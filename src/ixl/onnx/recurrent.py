@@ -71,6 +71,15 @@ class Cell:
             old = self.emit("CastLike", self.ctx.const(np.float32(0), "zero"), new)
         return self.emit("Where", live, new, old)
 
+    def advance(self, lens: str, t: int, new: str, old: str | None, states: list[str]) -> str:
+        """The hidden state after step t (held past a sequence's end when `lens` is given);
+        Y's row for the step goes to `states`."""
+        if not lens:
+            states.append(new)
+            return new
+        states.append(self.held(lens, t, new, old, fill=True))
+        return self.held(lens, t, new, old)
+
     def index(self, x: str, i: int) -> str:
         """x[i] along axis 0 (the axis dropped)."""
         return self.emit("Gather", x, self.ctx.const(np.array(i, np.int64), "index"), axis=0)
@@ -221,11 +230,7 @@ def lstm(ctx: NodeContext) -> None:
             new_h = cell.emit("Mul", cell.activate(0, o), cell.activate(2, c, clip=False))
             if given["sequence_lens"]:
                 c = cell.held(given["sequence_lens"], t, c, old_c)
-                states.append(cell.held(given["sequence_lens"], t, new_h, h, fill=True))
-                h = cell.held(given["sequence_lens"], t, new_h, h)
-            else:
-                h = new_h
-                states.append(h)
+            h = cell.advance(given["sequence_lens"], t, new_h, h, states)
         per_direction.append(states[::-1] if reverse[d] else states)
         finals.append([h, c])
     _outputs(ctx, per_direction, finals, layout)
@@ -275,12 +280,7 @@ def gru(ctx: NodeContext) -> None:
             new_h = cell.emit("Mul", keep, candidate)
             if h is not None:
                 new_h = cell.emit("Add", new_h, cell.emit("Mul", z, h))
-            if given["sequence_lens"]:
-                states.append(cell.held(given["sequence_lens"], t, new_h, h, fill=True))
-                h = cell.held(given["sequence_lens"], t, new_h, h)
-            else:
-                h = new_h
-                states.append(h)
+            h = cell.advance(given["sequence_lens"], t, new_h, h, states)
         per_direction.append(states[::-1] if reverse[d] else states)
         finals.append([h])
     _outputs(ctx, per_direction, finals, layout)

@@ -288,6 +288,7 @@ register(OpSchema(
            "epsilon": Attr(float, 1e-5, "added to the variance"),
            "stash_type": Attr(int, 1, "dtype of the statistics: 1 (float32) only")},
     samples=[c for c in _channel_cases(2, num_groups=2) if c.shapes[0][1] % 2 == 0] + [
+        SampleCase("one element, one group", ((1, 1, 1, 1), (1,), (1,)), {"num_groups": 1}),
         SampleCase("one group per channel", ((2, 3, 4, 4), (3,), (3,)), {"num_groups": 3}),
         SampleCase("one group", ((2, 6, 4, 4), (6,), (6,)), {"num_groups": 1})],
     doc="y = x normalised over each group of channels (and the spatial dims) per sample, then "
