@@ -9,6 +9,7 @@ from ixl.hixl import all_ops
 from ixl.nixl import REGISTRY
 from ixl.nixl.views import VIEW_OPS
 from ixl.onnx import node_case_counts
+from ixl.onnx.translate import EXPANSIONS
 
 
 def main() -> None:
@@ -22,6 +23,11 @@ def main() -> None:
         dtypes = ", ".join(entry.dtypes) if entry else "-"
         path = "native" if entry else "view (no copy)" if name in VIEW_OPS else "shim"
         print(f"| {name} | {schema.tier} | {schema.family} | {path} | {dtypes} | {cases} |")
+    for name in sorted(EXPANSIONS):       # ONNX ops the import expands into ixl ops
+        c = counts.get(name)
+        cases = f"{c['passed']}/{c['total']}" if c else "-"
+        print(f"| {name} (ONNX) | - | expanded at import | the ops it expands into | - | "
+              f"{cases} |")
 
 
 if __name__ == "__main__":

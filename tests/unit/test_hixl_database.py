@@ -16,9 +16,16 @@ PLANNED = {
     "Equal", "Less", "Greater", "Not", "ArgMax", "Add", "Mul", "Relu", "Sub", "Div", "Maximum",
     "Minimum", "Pow", "LeakyRelu", "Gelu", "Silu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
     "Rsqrt", "Reciprocal", "Abs", "Neg", "Clip", "Adds", "Muls", "Cast", "Where",
+    # the model families (issue 16)
+    "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+    "Resize", "HardSigmoid", "HardSwish", "Softplus", "Mish", "PRelu", "Elu", "Selu", "Sign",
+    "Floor", "Ceil", "Round", "Mod", "Cos", "Sin", "And", "Or", "Xor", "GreaterOrEqual",
+    "LessOrEqual", "Trilu", "CumSum", "ScatterND", "OneHot", "Einsum", "InstanceNormalization",
+    "GroupNormalization", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "If", "ConvTranspose",
+    "Split", "Tile", "Pad", "GatherElements", "GatherND", "ArgMin",
 }
-TIERS = {"S": {"elementwise", "compare"}, "A": {"reduce", "norm"}, "B": {"matmul", "conv"},
-         "C": {"index", "shape"}}
+TIERS = {"S": {"elementwise", "compare"}, "A": {"reduce", "norm", "pool"},
+         "B": {"matmul", "conv"}, "C": {"index", "shape", "resize", "control"}}
 
 
 def test_every_planned_op_is_in_the_database():

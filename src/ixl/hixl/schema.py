@@ -195,6 +195,8 @@ class OpSchema:
     # run time): their specs carry `value`.
     host_inputs: tuple[str, ...] = ()
     variadic: bool = False          # the last input repeats (one or more), as Concat's
+    variadic_outputs: bool = False  # the output repeats (one or more), as Split's
+    heterogeneous: bool = False     # the variadic inputs may differ in dtype (an If's values)
 
     # ---- checks and inference ----
     def bind_attrs(self, attrs: dict) -> dict:
@@ -236,6 +238,12 @@ class OpSchema:
             return list(self.inputs[:count])
         fixed = list(self.inputs[:-1])
         return fixed + [f"{self.inputs[-1]}{i}" for i in range(count - len(fixed))]
+
+    def output_names(self, count: int) -> list[str]:
+        """Names of `count` outputs: a variadic output is numbered (outputs0, outputs1, ...)."""
+        if not self.variadic_outputs:
+            return list(self.outputs[:count])
+        return [f"{self.outputs[-1]}{i}" for i in range(count)]
 
     def input_dtypes(self, dtype: str, count: int | None = None) -> list[str]:
         """The dtype of each input when the op runs on `dtype`: inputs of type variable T take
@@ -281,6 +289,8 @@ class OpSchema:
             if any(d < 0 for d in spec.shape):
                 raise ShapeMismatch(f"{self.name}: negative dim in shape {spec.shape}")
             var = self.type_of.get(self.declared(name), "T")
+            if self.heterogeneous and self.variadic and self.declared(name) == self.inputs[-1]:
+                continue
             if var in seen and seen[var][1] != spec.dtype:
                 other, other_dtype = seen[var]
                 raise DtypeError(f"{self.name}: {other} is {other_dtype} but {name} is "

@@ -213,7 +213,7 @@ class Device:
                      and entry.desc_fn else [TensorDesc.nd(s.shape, s.dtype) for s in out_specs])
         outputs = []
         try:
-            for desc, name in zip(out_descs, schema.outputs):
+            for desc, name in zip(out_descs, schema.output_names(len(out_descs))):
                 outputs.append(self.empty(desc.shape, desc.dtype, f"{op}.{name}", desc))
             record = None
             if reason is None:

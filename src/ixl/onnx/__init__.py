@@ -3,7 +3,8 @@
 from .backend import IxlBackend, IxlBackendRep
 from .convert import Converted, ValueSpec, convert
 from .node_cases import node_case_counts
-from .translate import UnsupportedOnnx, onnx_ops
+from .errors import UnsupportedOnnx
+from .translate import onnx_ops
 
 __all__ = ["IxlBackend", "IxlBackendRep", "Converted", "ValueSpec", "convert",
            "node_case_counts", "UnsupportedOnnx", "onnx_ops"]

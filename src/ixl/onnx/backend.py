@@ -3,12 +3,14 @@ by node on a simulated Ascend chip: native kernels where ported, the shim elsewh
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
+from ..hixl import BadInput
 from ..hixl.dtypes import name_of
 from ..nixl import device
 from .convert import Converted, convert
@@ -32,36 +34,70 @@ class IxlBackendRep(BackendRep):
         if isinstance(inputs, dict):
             missing = [s.name for s in specs if s.name not in inputs]
             if missing:
-                raise ValueError(f"model inputs not given: {', '.join(missing)}")
+                raise BadInput(f"model inputs not given: {', '.join(missing)}")
             arrays = [inputs[s.name] for s in specs]
         else:
             arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
             if len(arrays) != len(specs):
-                raise ValueError(f"the model takes {len(specs)} input(s) "
+                raise BadInput(f"the model takes {len(specs)} input(s) "
                                  f"({', '.join(map(str, specs))}), got {len(arrays)}")
         feeds = {}
         for spec, array in zip(specs, arrays):
             array = np.asarray(array)
             if name_of(array.dtype) != spec.dtype:
-                raise ValueError(f"input {spec.name} is {array.dtype}, the model declares "
+                raise BadInput(f"input {spec.name} is {array.dtype}, the model declares "
                                  f"{spec.dtype}")
+            check_shape(spec, array.shape)
             feeds[spec.name] = array
         return feeds
 
     def run(self, inputs: Any, fuse: bool = False, timing_only: bool = False,
-            **kwargs: Any) -> tuple[np.ndarray, ...]:
-        """Run on a fresh device: with `fuse`, chains of elementwise nodes as fused kernels;
-        with `timing_only`, only the modeled time (no data math, outputs meaningless)."""
+            dev=None, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """Run on a fresh device (or on `dev`, left open): with `fuse`, chains of elementwise
+        nodes as fused kernels; with `timing_only`, only the modeled time (no data math,
+        outputs meaningless). Inputs are checked before anything is allocated."""
         feeds = self.feeds(inputs)
-        with device(self.chip, debug=self.debug, timing_only=timing_only) as dev:
-            outputs = dev.run_graph(self.graph, feeds, fuse=fuse)
-            self.last_graph = dev.last_graph
-            try:
-                values = [outputs[name].numpy() for name in self.graph.outputs]
-            finally:
-                for t in outputs.values():
-                    t.free()
+        if dev is not None:
+            return self._run_on(dev, feeds, fuse)
+        with device(self.chip, debug=self.debug, timing_only=timing_only) as fresh:
+            return self._run_on(fresh, feeds, fuse)
+
+    def _run_on(self, dev, feeds: dict, fuse: bool) -> tuple[np.ndarray, ...]:
+        outputs = dev.run_graph(self.graph, feeds, fuse=fuse)
+        self.last_graph = dev.last_graph
+        try:
+            values = [outputs[name].numpy() for name in self.graph.outputs]
+        finally:
+            for t in outputs.values():
+                t.free()
         return namedtupledict("Outputs", self.graph.outputs)(*values)
+
+
+def check_shape(spec, shape: tuple) -> None:
+    """A given input must match the model's declared static dims (symbolic ones take any)."""
+    declared = spec.shape
+    fits = len(declared) == len(shape) and all(
+        not isinstance(d, int) or d == g for d, g in zip(declared, shape))
+    if not fits:
+        raise BadInput(f"input {spec.name} has shape {list(shape)}, the model declares "
+                         f"{list(declared)} (named dims take any size, numbered ones must "
+                         f"match)")
+
+
+def load_model(source) -> onnx.ModelProto:
+    """A model from a path (str or Path) or as is, with a clear error for a bad file."""
+    if isinstance(source, onnx.ModelProto):
+        return source
+    if not isinstance(source, (str, Path)):
+        raise BadInput(f"a model is an onnx.ModelProto or the path of an .onnx file, got "
+                        f"{type(source).__name__}")
+    if not Path(source).is_file():
+        raise BadInput(f"no such model file: {source}")
+    try:
+        return onnx.load(str(source))
+    except Exception as e:  # noqa: BLE001  (protobuf raises several types for a bad file)
+        raise BadInput(f"{source} is not a readable ONNX model ({type(e).__name__}: "
+                         f"{e})") from None
 
 
 class IxlBackend(Backend):
@@ -69,9 +105,14 @@ class IxlBackend(Backend):
     simulated Ascend chip, chosen with `chip=` (default 910B1), so it answers for "CPU" only."""
 
     @classmethod
-    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", chip: str = "910B1",
+    def prepare(cls, model, device: str = "CPU", chip: str = "910B1",
                 debug: bool | None = None, **kwargs: Any) -> IxlBackendRep:
-        super().prepare(model, device, **kwargs)      # onnx.checker
+        """`model` is an onnx.ModelProto or the path of an .onnx file."""
+        model = load_model(model)
+        try:
+            super().prepare(model, device, **kwargs)      # onnx.checker
+        except onnx.checker.ValidationError as e:
+            raise BadInput(f"the model is not valid ONNX: {e}") from None
         return IxlBackendRep(convert(model), chip, debug)
 
     @classmethod

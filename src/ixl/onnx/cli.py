@@ -1,85 +1,182 @@
-"""`ixl onnx run MODEL.onnx`: run a model file on a simulated chip (thin: parse, run, print)."""
+"""`ixl onnx run MODEL.onnx` and `ixl onnx inspect MODEL.onnx` (thin: parse, call, print)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import onnx
 from rich.table import Table
 
 from ..ascend import CHIPS
 from ..console import out
 from ..files import load_npy
-from .backend import IxlBackend, IxlBackendRep
-
+from ..hixl import ArgSpec, BadInput, to_numpy
+from .backend import IxlBackend, IxlBackendRep, check_shape, load_model
+from .support import inspect_model
+from .passes import optimize
+from .reference import compare_outputs, reference_outputs
 
 
 def add_parser(subparsers) -> None:
-    """Add `onnx run` to the `ixl` command's subparsers."""
+    """Add `onnx run` and `onnx inspect` to the `ixl` command's subparsers."""
     parser = subparsers.add_parser("onnx", help="run ONNX models on the simulated chip")
     sub = parser.add_subparsers(dest="onnx_command", required=True)
     run = sub.add_parser("run", help="run MODEL.onnx node by node (native kernels or the shim)")
     run.add_argument("model", help="path of an .onnx file")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                      help="a model input from a .npy file; once per input")
+    run.add_argument("--random", action="store_true",
+                     help="generate the inputs not given: floats uniform in [-1, 1), integers "
+                          "0 or 1 (valid token ids, masks, class indices), random booleans")
+    run.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                     help="the size of a named (symbolic) input dim, for --random")
+    run.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    run.add_argument("--fixed", action="append", default=[], metavar="NAME",
+                     help="treat input NAME's value as known in advance: what depends only on "
+                          "it (an attention mask's arithmetic) folds into constants")
+    run.add_argument("--check", action="store_true",
+                     help="compare every output with onnxruntime (when installed: ixl[ort]) "
+                          "or onnx's ReferenceEvaluator: max error and cosine")
+    run.add_argument("--tolerance", type=float, default=1e-3,
+                     help="--check passes where |ixl - ref| <= tol * (1 + |ref|) (default 1e-3)")
+    run.add_argument("--no-optimize", action="store_true",
+                     help="run the graph as converted: no folding, no fused patterns")
+    run.add_argument("--fuse", action="store_true",
+                     help="run chains of elementwise nodes as fused kernels")
     run.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
     run.add_argument("--profile", action="store_true",
                      help="per node: the ixl op, native or shim, and the modeled time")
     run.add_argument("--debug", action="store_true", help="debug mode (NaN-filled buffers, ...)")
     run.add_argument("--save", metavar="DIR", help="write each output to DIR/NAME.npy")
     run.set_defaults(func=cmd_run)
+    ins = sub.add_parser("inspect", help="list MODEL.onnx's op types and how each would run "
+                                         "(native, shim, view, unsupported), running nothing")
+    ins.add_argument("model", help="path of an .onnx file")
+    ins.set_defaults(func=cmd_inspect)
 
 
-def load_model(path: str) -> onnx.ModelProto:
-    if not Path(path).is_file():
-        raise ValueError(f"no such model file: {path}")
-    try:
-        return onnx.load(path)
-    except Exception as e:
-        raise ValueError(f"{path} is not a readable ONNX model ({e})") from None
+def _pairs(items: list[str], flag: str, form: str) -> dict[str, str]:
+    """NAME=VALUE items, each name once."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name or not text:
+            raise BadInput(f"{flag} {item!r} does not parse: use {form}")
+        if name in pairs:
+            raise BadInput(f"{flag} {name} is given twice ({pairs[name]} and {text}); give "
+                             f"each once")
+        pairs[name] = text
+    return pairs
+
+
+def load_array(name: str, file: str) -> np.ndarray:
+    return load_npy(file, f"--input {name}")
 
 
 def parse_inputs(items: list[str]) -> dict[str, np.ndarray]:
-    feeds = {}
-    for item in items:
-        name, sep, file = item.partition("=")
-        if not sep or not name or not file:
-            raise ValueError(f"--input {item!r} does not parse: use NAME=FILE.npy")
-        if not Path(file).is_file():
-            raise ValueError(f"--input {name}: no such file {file}")
-        feeds[name] = load_npy(file, f"--input {name}")
-    return feeds
+    return {name: load_array(name, file)
+            for name, file in _pairs(items, "--input", "NAME=FILE.npy").items()}
 
 
-def prepare(model: onnx.ModelProto, chip: str, debug: bool) -> IxlBackendRep:
-    try:
-        return IxlBackend.prepare(model, chip=chip, debug=debug)
-    except onnx.checker.ValidationError as e:
-        raise ValueError(f"the model is not valid ONNX: {e}") from None
+def random_input(spec, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+    shape = []
+    for d in spec.shape:
+        if isinstance(d, int):
+            shape.append(d)
+        elif d in dims:
+            shape.append(dims[d])
+        else:
+            raise BadInput(f"--random: input {spec.name} has the named dim {d!r}; give its "
+                             f"size with --dim {d}=SIZE")
+    dtype = to_numpy(spec.dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(0, 2, shape).astype(dtype)
+    return rng.uniform(-1, 1, shape).astype(dtype)
 
 
-def cmd_run(args) -> int:
-    rep = prepare(load_model(args.model), args.chip, args.debug)
+def gather_feeds(rep: IxlBackendRep, args) -> dict[str, np.ndarray]:
     feeds = parse_inputs(args.input)
     declared = {s.name: s for s in rep.converted.inputs}
     unknown = sorted(set(feeds) - set(declared))
-    missing = [str(s) for name, s in declared.items() if name not in feeds]
-    if unknown or missing:
-        raise ValueError(f"inputs: the model takes {', '.join(map(str, declared.values()))}"
-                         + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-                         + (f"; missing: {', '.join(missing)}" if missing else ""))
-    results = rep.run(feeds)
-    for name, value in zip(rep.graph.outputs, results):
+    if unknown:
+        raise BadInput(f"inputs: the model takes {', '.join(map(str, declared.values()))}; "
+                         f"unknown: {', '.join(unknown)}")
+    missing = [s for name, s in declared.items() if name not in feeds]
+    if missing and not args.random:
+        raise BadInput(f"inputs: the model takes {', '.join(map(str, declared.values()))}; "
+                         f"missing: {', '.join(map(str, missing))} (give --input NAME=FILE.npy "
+                         f"or --random)")
+    dims = {}
+    for name, text in _pairs(args.dim, "--dim", "NAME=SIZE").items():
+        if not text.isdigit():
+            raise BadInput(f"--dim {name}={text}: the size must be a non-negative integer")
+        dims[name] = int(text)
+    rng = np.random.default_rng(args.seed)
+    for spec in missing:
+        feeds[spec.name] = random_input(spec, dims, rng)
+    for name in args.fixed:
+        if name not in declared:
+            raise BadInput(f"--fixed {name}: the model has no input {name} (inputs: "
+                             f"{', '.join(declared)})")
+    for name, spec in declared.items():
+        check_shape(spec, feeds[name].shape)
+    return feeds
+
+
+def prepared(model, args) -> tuple[dict, IxlBackendRep]:
+    """The feeds, and the model as it will run (optimised for these input shapes and fixed
+    values unless --no-optimize)."""
+    rep = IxlBackend.prepare(model, chip=args.chip, debug=args.debug)
+    feeds = gather_feeds(rep, args)
+    rep.feeds(feeds)                       # dtypes and shapes against the declared ones
+    if args.no_optimize:
+        return feeds, rep
+    fixed = {n: feeds[n] for n in args.fixed}
+    shapes = {n: ArgSpec(a.shape, s.dtype) for s in rep.converted.inputs
+              for n, a in [(s.name, feeds[s.name])] if n not in fixed}
+    graph = optimize(rep.graph, shapes, fixed)
+    inputs = [s for s in rep.converted.inputs if s.name not in fixed]
+    converted = type(rep.converted)(graph, inputs, rep.converted.outputs, rep.converted.opset)
+    return feeds, IxlBackendRep(converted, args.chip, args.debug)
+
+
+def cmd_run(args) -> int:
+    model = load_model(args.model)
+    feeds, runner = prepared(model, args)
+    results = runner.run({s.name: feeds[s.name] for s in runner.converted.inputs},
+                         fuse=args.fuse)
+    for name, value in zip(runner.graph.outputs, results):
         out.print(f"{name}: {value.dtype}{list(value.shape)} "
                   f"{np.array2string(value.reshape(-1)[:8], precision=4)}"
-                  + (" ..." if value.size > 8 else ""))
+                  + (" ..." if value.size > 8 else ""), markup=False)
         if args.save:
             Path(args.save).mkdir(parents=True, exist_ok=True)
             np.save(Path(args.save) / f"{name.replace('/', '_')}.npy", value)
+    status = 0
+    if args.check:
+        expected, source = reference_outputs(model, feeds)
+        status = print_check(runner.graph.outputs, results, expected, source, args.tolerance)
     if args.profile:
-        print_profile(rep)
-    return 0
+        print_profile(runner)
+    if args.check or args.profile:
+        print_by_op(runner)
+    return status
+
+
+def print_check(names, results, expected, source: str, tolerance: float) -> int:
+    table = Table(title=f"ixl against {source}")
+    for col in ("output", "shape", "max abs error", "cosine", "verdict"):
+        table.add_column(col)
+    failed = 0
+    for name, ours, theirs in zip(names, results, expected):
+        c = compare_outputs(ours, theirs, tolerance)
+        failed += not c.ok
+        table.add_row(name, str(list(ours.shape)), f"{c.max_abs_err:.3g}", f"{c.cosine:.7f}",
+                      "[green]ok[/]" if c.ok else f"[red]differs[/] ({c.reason})")
+    out.print(table)
+    return 1 if failed else 0
 
 
 def print_profile(rep: IxlBackendRep) -> None:
@@ -92,6 +189,42 @@ def print_profile(rep: IxlBackendRep) -> None:
         table.add_row(node.name, node.op, path, run.kernel or run.reason or "-",
                       f"{run.time_us:.2f}")
     out.print(table)
+
+
+def print_by_op(rep: IxlBackendRep) -> None:
+    """The modeled time by op and path, largest first."""
+    record = rep.last_graph
+    totals: dict[tuple[str, str], list] = {}
+    for run in record.runs:
+        entry = totals.setdefault((run.op, run.path), [0, 0.0])
+        entry[0] += 1
+        entry[1] += run.time_us
+    table = Table(title=f"profile by op on {rep.chip}")
+    for col in ("op", "path", "count", "modeled us", "share"):
+        table.add_column(col)
+    total = record.time_us or 1.0
+    for (op, path), (count, us) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+        table.add_row(op, path, str(count), f"{us:.1f}", f"{100 * us / total:.1f}%")
+    out.print(table)
     shims = sum(1 for r in record.runs if r.path == "shim")
+    native = sum(r.time_us for r in record.runs if r.path == "native")
     out.print(f"modeled time {record.time_us:.2f} us: {record.launches} launches "
-              f"({record.launch_us:.2f} us of launch overhead), {shims} node(s) on the shim")
+              f"({record.launch_us:.2f} us of launch overhead), {shims} node(s) on the shim, "
+              f"{100 * native / total:.1f}% of the time on the native path")
+
+
+def cmd_inspect(args) -> int:
+    report = inspect_model(load_model(args.model))
+    table = Table(title=f"{args.model}: {report.nodes} nodes, opset {report.opset}")
+    for col in ("ONNX op", "count", "status", "runs as"):
+        table.add_column(col)
+    colour = {"native": "green", "view": "green", "shim": "yellow", "unsupported": "red"}
+    for row in report.rows:
+        table.add_row(row.op_type, str(row.count),
+                      f"[{colour.get(row.status.split()[0], 'yellow')}]{row.status}[/]",
+                      row.detail)
+    out.print(table)
+    unsupported = [r.op_type for r in report.rows if r.status == "unsupported"]
+    out.print(f"{len(unsupported)} unsupported op type(s)"
+              + (f": {', '.join(unsupported)}" if unsupported else ""))
+    return 1 if unsupported else 0

@@ -10,7 +10,8 @@ from onnx import numpy_helper
 from ..hixl.dtypes import name_of
 from ..hixl.errors import DtypeError
 from ..nixl import Graph
-from .translate import UnsupportedOnnx, dtype_name, translate_node
+from .errors import UnsupportedOnnx
+from .translate import dtype_name, translate_node
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,36 @@ def default_opset(model: onnx.ModelProto) -> int:
     raise UnsupportedOnnx("the model imports no default-domain opset")
 
 
+def value_info(model: onnx.ModelProto) -> dict[str, tuple[str | None, tuple | None]]:
+    """What ONNX shape inference knows of every value, subgraphs included: name -> (dtype,
+    dims), a dim None where symbolic. A model shape inference cannot read gives what the
+    model declares."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001  (inference is a help here; the checker judged the model)
+        pass
+    info: dict[str, tuple[str | None, tuple | None]] = {}
+
+    def visit(graph: onnx.GraphProto) -> None:
+        for value in (*graph.input, *graph.output, *graph.value_info):
+            if value.type.WhichOneof("value") != "tensor_type":
+                continue
+            tensor = value.type.tensor_type
+            try:
+                dtype = dtype_name(tensor.elem_type, value.name)
+            except UnsupportedOnnx:
+                dtype = None
+            dims = (tuple(d.dim_value if d.HasField("dim_value") else None
+                          for d in tensor.shape.dim) if tensor.HasField("shape") else None)
+            info[value.name] = (dtype, dims)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    visit(attr.g)
+    visit(model.graph)
+    return info
+
+
 def convert(model: onnx.ModelProto) -> Converted:
     """Translate every node; raises UnsupportedOnnx naming the first thing ixl cannot run."""
     if model.functions:
@@ -76,7 +107,8 @@ def convert(model: onnx.ModelProto) -> Converted:
     outputs = [_value_spec(v, "graph output") for v in g.output]
     graph = Graph(inputs=[v.name for v in inputs], outputs=[v.name for v in outputs],
                   constants=constants)
+    info = value_info(model)
     for node in g.node:
-        translate_node(node, opset, graph)
+        translate_node(node, opset, graph, info)
     graph.validate()
     return Converted(graph, inputs, outputs, opset)

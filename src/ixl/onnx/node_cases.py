@@ -21,7 +21,7 @@ from typing import Callable
 import onnx
 
 from ..hixl import all_ops
-from .translate import NOT_ONNX
+from .translate import EXPANSIONS, NOT_ONNX
 
 COUNTS_FILE = Path(__file__).with_name("node_cases.json")
 ONNX_NAMES = {"Max": "Maximum", "Min": "Minimum"}    # ONNX op -> ixl op, where names differ
@@ -30,7 +30,10 @@ EXPANDED = re.compile(r"_expanded(_ver\d+)?$")
 
 
 def ixl_op(onnx_op: str) -> str | None:
-    """The ixl op of ixl's list that an ONNX op type is, if any."""
+    """The ixl op of ixl's list that an ONNX op type is, if any (an ONNX op the import expands
+    into ixl ops counts under its own name)."""
+    if onnx_op in EXPANSIONS:
+        return onnx_op
     name = ONNX_NAMES.get(onnx_op, onnx_op)
     return name if name in all_ops() and onnx_op not in NOT_ONNX else None
 

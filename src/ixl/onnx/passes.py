@@ -3,8 +3,13 @@
 `specialize` fixes the input shapes (ATC's --input_shape, or one gear of --dynamic_dims) and
 folds on the host every node whose result no longer depends on input data: the shape
 arithmetic a dynamic-shape export leaves behind (Shape, Gather, Unsqueeze, Concat, ...), ONNX
-Constant nodes, casts of constants. Without it each of those runs through the shim and pays
+Constant nodes, casts of constants, an If whose condition becomes known (replaced by its
+branch); inputs fixed in value (an attention mask) fold what depends on them. Without it each of those runs through the shim and pays
 host round trips at every inference.
+
+`fold_constants` folds every node whose inputs are constants without fixing input shapes;
+`fold_batch_norm` folds an inference BatchNormalization into the Conv before it; `optimize` runs
+them with `patterns.fuse_patterns` (exporters' decompositions of fused ops put back together).
 
 `cast_floats` runs a float32 graph in float16 or bfloat16 (ATC's --precision_mode=force_fp16):
 float32 constants (initializers and constant attributes) and casts to float32 take the narrow
@@ -15,15 +20,18 @@ attention-mask bias stays a very large finite negative number instead of becomin
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections import deque
+from dataclasses import dataclass, replace
 
 import ml_dtypes
 import numpy as np
 
-from ..hixl import ArgSpec, get_op, to_numpy
+from ..hixl import ArgSpec, BadInput, get_op, to_numpy
 from ..hixl.dtypes import name_of
 from ..nixl import Graph
 from ..nixl.graph import Node
+from .graphs import inline, prune_constants
+from .patterns import fuse_patterns
 
 
 def _probe(spec: ArgSpec) -> np.ndarray:
@@ -34,35 +42,137 @@ def _probe(spec: ArgSpec) -> np.ndarray:
 SHAPE_ONLY = frozenset({"Shape", "Size"})
 
 
-def specialize(graph: Graph, inputs: dict[str, ArgSpec]) -> Graph:
-    """`graph` with its inputs fixed to `inputs` (shape and dtype per graph input) and every
-    node computable on the host folded into a constant. Shapes are checked as they propagate,
-    so inputs that do not fit fail here rather than midway through a run."""
-    missing = [n for n in graph.inputs if n not in inputs]
-    if missing:
-        raise ValueError(f"specialize: no shape given for graph input(s) {', '.join(missing)}")
-    values = dict(graph.constants)
-    specs = {**inputs, **{n: ArgSpec(v.shape, name_of(v.dtype)) for n, v in values.items()}}
+@dataclass
+class Known:
+    """What the host knows after a walk over a graph."""
+
+    specs: dict[str, ArgSpec]           # shape and dtype of every value reached
+    values: dict[str, np.ndarray]       # contents: constants, fixed inputs, folded nodes
+    kept: list[Node]                    # the nodes left to run on the device
+
+
+def propagate(graph: Graph, specs: dict[str, ArgSpec] | None = None,
+              values: dict[str, np.ndarray] | None = None, evaluate: bool = False) -> Known:
+    """Walk `graph` in order. A node whose inputs are all known values (or that reads only its
+    input's shape) is computed on the host with its golden; an If whose condition is known is
+    replaced by its branch; every other node is checked and its output specs inferred, where
+    its input specs are known. With `evaluate`, every node is computed (all inputs given);
+    otherwise nodes producing graph outputs stay nodes."""
+    values = {**graph.constants, **(values or {})}
+    specs = {**(specs or {}), **{n: ArgSpec(np.shape(v), name_of(np.asarray(v).dtype))
+                                 for n, v in values.items()}}
     kept: list[Node] = []
-    for node in graph.nodes:
+    pending = deque(graph.nodes)
+    while pending:
+        node = pending.popleft()
         schema = get_op(node.op)
         names = schema.input_names(len(node.inputs))
-        known = node.op in SHAPE_ONLY or all(n in values for n in node.inputs if n)
-        if known and not set(node.outputs) & set(graph.outputs):
+        if node.op == "If" and node.inputs[0] in values:
+            pending.extendleft(reversed(_chosen_branch(node, values, specs)))
+            continue
+        readable = all(not n or n in values or (node.op in SHAPE_ONLY and n in specs)
+                       for n in node.inputs)
+        if readable and (evaluate or not set(node.outputs) & set(graph.outputs)):
             arrays = [None if not n else values[n] if n in values else _probe(specs[n])
                       for n in node.inputs]
             for name, array in zip(node.outputs, schema.reference(*arrays, **node.attrs)):
                 values[name] = array
                 specs[name] = ArgSpec(array.shape, name_of(array.dtype))
             continue
-        arg_specs = [None if not n else schema.spec_of(k, values[n]) if n in values else specs[n]
-                     for n, k in zip(node.inputs, names)]
-        for name, spec in zip(node.outputs, schema.infer(arg_specs, node.attrs)):
-            specs[name] = ArgSpec(spec.shape, spec.dtype)
+        if all(not n or n in specs for n in node.inputs):
+            arg_specs = [None if not n else schema.spec_of(k, values[n]) if n in values
+                         else specs[n] for n, k in zip(node.inputs, names)]
+            for name, spec in zip(node.outputs, schema.infer(arg_specs, node.attrs)):
+                specs[name] = ArgSpec(spec.shape, spec.dtype)
         kept.append(node)
-    read = {n for node in kept for n in node.inputs} | set(graph.outputs)
-    return Graph(inputs=list(graph.inputs), outputs=list(graph.outputs), nodes=kept,
-                 constants={n: values[n] for n in values if n in read})
+    return Known(specs, values, kept)
+
+
+def _chosen_branch(node: Node, values: dict, specs: dict) -> list[Node]:
+    """The nodes of the branch an If with a known condition takes, under fresh names, its
+    constants added to `values` and `specs`."""
+    taken = "then_branch" if bool(np.asarray(values[node.inputs[0]]).reshape(-1)[0]) \
+        else "else_branch"
+    body = node.attrs[taken].graph
+    target = Graph()
+    inline(target, body, dict(zip(body.inputs, node.inputs[1:])), list(node.outputs),
+           f"{node.name}/{taken}/")
+    for name, value in target.constants.items():
+        values[name] = value
+        specs[name] = ArgSpec(np.shape(value), name_of(np.asarray(value).dtype))
+    return target.nodes
+
+
+def _pruned(graph: Graph, known: Known, inputs: list[str]) -> Graph:
+    """The graph of the kept nodes over the constants they still read."""
+    read = {n for node in known.kept for n in node.inputs} | set(graph.outputs)
+    return Graph(inputs=inputs, outputs=list(graph.outputs), nodes=known.kept,
+                 constants={n: known.values[n] for n in known.values
+                            if n in read and n not in inputs})
+
+
+def specialize(graph: Graph, inputs: dict[str, ArgSpec],
+               fixed: dict[str, np.ndarray] | None = None) -> Graph:
+    """`graph` with its inputs fixed to `inputs` (shape and dtype per graph input) and every
+    node computable on the host folded into a constant. Inputs in `fixed` are fixed in value
+    too (an attention mask known in advance): they leave the graph's inputs and what depends
+    only on them and on constants folds. Shapes are checked as they propagate, so inputs that
+    do not fit fail here rather than midway through a run."""
+    fixed = fixed or {}
+    missing = [n for n in graph.inputs if n not in inputs and n not in fixed]
+    if missing:
+        raise BadInput(f"specialize: no shape given for graph input(s) {', '.join(missing)}")
+    known = propagate(graph, inputs, fixed)
+    return _pruned(graph, known, [n for n in graph.inputs if n not in fixed])
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """Every node whose inputs are constants (transitively) computed once on the host: weight
+    transposes, casts and reshapes of initializers, Constant nodes, shape arithmetic over
+    constants. Input shapes need not be known."""
+    return _pruned(graph, propagate(graph), list(graph.inputs))
+
+
+def fold_batch_norm(graph: Graph) -> Graph:
+    """A BatchNormalization right after a Conv (its only reader) folds into the Conv's weights
+    and bias when both hold constants: w' = w * s, b' = (b - mean) * s + bias, where
+    s = scale / sqrt(var + epsilon) per output channel."""
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    uses: dict[str, int] = {}
+    for node in graph.nodes:
+        for name in node.inputs:
+            uses[name] = uses.get(name, 0) + 1
+    constants = dict(graph.constants)
+    nodes = list(graph.nodes)
+    for bn in [n for n in graph.nodes if n.op == "BatchNormalization"]:
+        conv = producer.get(bn.inputs[0])
+        params = bn.inputs[1:]
+        if conv is None or conv.op != "Conv" or uses.get(bn.inputs[0]) != 1 or \
+                bn.inputs[0] in graph.outputs or conv.inputs[1] not in constants or \
+                not all(p in constants for p in params) or \
+                (len(conv.inputs) > 2 and conv.inputs[2] and conv.inputs[2] not in constants):
+            continue
+        w = np.asarray(constants[conv.inputs[1]])
+        scale, bias, mean, var = (np.asarray(constants[p], np.float64) for p in params)
+        factor = scale / np.sqrt(var + bn.attrs.get("epsilon", 1e-5))
+        b = (np.asarray(constants[conv.inputs[2]], np.float64) if len(conv.inputs) > 2
+             and conv.inputs[2] else np.zeros(w.shape[0]))
+        w_name, b_name = f"{bn.name}/folded_w", f"{bn.name}/folded_b"
+        constants[w_name] = (w * factor.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        constants[b_name] = ((b - mean) * factor + bias).astype(w.dtype)
+        folded = replace(conv, inputs=(conv.inputs[0], w_name, b_name), outputs=bn.outputs[:1])
+        nodes[nodes.index(conv)] = folded
+        nodes.remove(bn)
+    return prune_constants(Graph(list(graph.inputs), list(graph.outputs), nodes, constants))
+
+
+def optimize(graph: Graph, inputs: dict[str, ArgSpec] | None = None,
+             fixed: dict[str, np.ndarray] | None = None) -> Graph:
+    """Every pass, in order: specialise to the input shapes (or, without them, fold the
+    constant subgraphs), fold BatchNormalization into Conv, put exporters' decompositions of
+    LayerNormalization, RMSNormalization and Gelu back together."""
+    graph = specialize(graph, inputs, fixed) if inputs is not None else fold_constants(graph)
+    return fuse_patterns(fold_batch_norm(graph))
 
 
 def _narrow(value, dtype: str):

@@ -19,10 +19,8 @@ from onnx import numpy_helper
 from ..hixl import DTYPES, all_ops, get_op
 from ..hixl.dtypes import name_of
 from ..nixl import Graph
-
-
-class UnsupportedOnnx(ValueError):
-    """The model uses an op, attribute, dtype or construct that ixl does not implement."""
+from . import recurrent, subgraph
+from .errors import UnsupportedOnnx
 
 
 def dtype_name(code: int, what: str) -> str:
@@ -44,6 +42,10 @@ class NodeContext:
     opset: int
     graph: Graph
     attrs: dict = field(default_factory=dict)
+    # What ONNX shape inference knows of the model's values: name -> (dtype, dims); a dim is an
+    # int, or None when symbolic or unknown.
+    info: dict = field(default_factory=dict)
+    taken: set | None = None            # names in use, once fresh() has needed them
 
     @property
     def label(self) -> str:
@@ -61,13 +63,47 @@ class NodeContext:
         self.graph.add(op, *inputs, outputs=tuple(outputs), name=self._name(op), **attrs)
 
     def fresh(self, hint: str) -> str:
-        """A tensor name no ONNX tensor uses (ONNX names never hold '#')."""
-        return f"{self.node.name or self.node.op_type}#{hint}{len(self.graph.nodes)}"
+        """A tensor name no ONNX tensor uses (ONNX names never hold '#') and no other name of
+        the graph holds."""
+        if self.taken is None:
+            self.taken = set(self.graph.constants) | {o for n in self.graph.nodes
+                                                      for o in n.outputs}
+        base = f"{self.node.name or self.node.op_type}#{hint}"
+        count = len(self.graph.nodes) + len(self.graph.constants)
+        while f"{base}{count}" in self.taken:
+            count += 1
+        self.taken.add(f"{base}{count}")
+        return f"{base}{count}"
 
     def const(self, array, hint: str) -> str:
         name = self.fresh(hint)
         self.graph.constants[name] = np.asarray(array)
         return name
+
+    def shape_of(self, name: str) -> tuple | None:
+        """The static shape of a value when known (a constant's, or inferred), else None."""
+        if name in self.graph.constants:
+            return tuple(np.shape(self.graph.constants[name]))
+        dims = self.info.get(name, (None, None))[1]
+        return None if dims is None or None in dims else tuple(dims)
+
+    def constant_value(self, name: str):
+        """The value of a constant (an initializer or a Constant node's output), else None."""
+        if name in self.graph.constants:
+            return np.asarray(self.graph.constants[name])
+        for node in self.graph.nodes:
+            if node.op == "Constant" and node.outputs[0] == name:
+                return np.asarray(node.attrs["value"])
+        return None
+
+    def convert_body(self, body: onnx.GraphProto, formal: list[str]) -> Graph:
+        """An ONNX subgraph as an ixl graph over its formal inputs (names of other scopes it
+        reads become further inputs: see subgraph.free_names)."""
+        graph = Graph(inputs=list(formal), outputs=[o.name for o in body.output],
+                      constants={t.name: numpy_helper.to_array(t) for t in body.initializer})
+        for node in body.node:
+            translate_node(node, self.opset, graph, self.info)
+        return graph
 
     def pass_through(self, op: str) -> dict:
         """Every remaining attribute, checked against the ixl op's attributes."""
@@ -78,6 +114,12 @@ class NodeContext:
                                   f"(supported: {', '.join(allowed) or 'none'})")
         attrs, self.attrs = self.attrs, {}
         return attrs
+
+    def check_consumed(self) -> None:
+        """Every attribute has been read (an expansion reads its own)."""
+        if self.attrs:
+            raise UnsupportedOnnx(f"{self.label}: attribute {next(iter(self.attrs))!r} is not "
+                                  f"supported")
 
     def _name(self, op: str) -> str:
         base = self.node.name or f"{self.node.op_type}_{len(self.graph.nodes)}"
@@ -98,6 +140,10 @@ def attribute_value(attr: onnx.AttributeProto, label: str):
         return list(value) if isinstance(value, (list, tuple)) else value
     if kind == onnx.AttributeProto.STRING:
         return attr.s.decode()
+    if kind == onnx.AttributeProto.STRINGS:
+        return [v.decode() for v in attr.strings]
+    if kind == onnx.AttributeProto.GRAPH:
+        return attr.g
     raise UnsupportedOnnx(f"{label}: attribute {attr.name!r} of type "
                           f"{onnx.AttributeProto.AttributeType.Name(kind)} is not supported")
 
@@ -208,6 +254,97 @@ def gemm(ctx: NodeContext) -> None:
     direct("Gemm")(ctx)
 
 
+def conv(ctx: NodeContext) -> None:
+    """A Conv over one spatial dim runs as a 2-D Conv over (1, L): Unsqueeze x and w at dim 2,
+    the attributes gain a leading 1 (or 0 pads), Squeeze the result."""
+    w_shape = ctx.shape_of(ctx.inputs[1])
+    if w_shape is None or len(w_shape) != 3:
+        return direct("Conv")(ctx)
+    x, w, *bias = ctx.inputs
+    two_d = dict(ctx.attrs)
+    for name, lead in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if name in two_d:
+            two_d[name] = [lead] + list(two_d[name])
+    if "pads" in two_d:
+        begin, end = two_d["pads"]
+        two_d["pads"] = [0, begin, 0, end]
+    ctx.attrs = two_d
+    attrs = ctx.pass_through("Conv")
+    axis = ctx.const(np.array([2], np.int64), "axis")
+    x2, w2, y2 = ctx.fresh("x2d"), ctx.fresh("w2d"), ctx.fresh("y2d")
+    ctx.emit("Unsqueeze", [x, axis], [x2])
+    ctx.emit("Unsqueeze", [w, axis], [w2])
+    ctx.emit("Conv", [x2, w2, *bias], [y2], **attrs)
+    ctx.emit("Squeeze", [y2, axis], ctx.outputs)
+
+
+def batch_norm(ctx: NodeContext) -> None:
+    """Inference only; attributes of old opsets (is_test, spatial, consumed_inputs) dropped
+    where they say what ixl does anyway."""
+    for name in ("is_test", "consumed_inputs"):
+        ctx.attrs.pop(name, None)
+    if ctx.attrs.pop("spatial", 1) != 1:
+        raise UnsupportedOnnx(f"{ctx.label}: spatial=0 (statistics per element) is not "
+                              f"supported (allowed: 1, per channel)")
+    if ctx.attrs.get("training_mode", 0) or len([o for o in ctx.outputs if o]) > 1:
+        raise UnsupportedOnnx(f"{ctx.label}: training mode (batch statistics, running mean and "
+                              f"variance outputs) is not supported; ixl runs inference")
+    ctx.emit("BatchNormalization", ctx.inputs, ctx.outputs[:1],
+             **ctx.pass_through("BatchNormalization"))
+
+
+def split(ctx: NodeContext) -> None:
+    """Before opset 13 `split` was an attribute; without sizes the input splits into as many
+    equal parts as the node has outputs (num_outputs, opset 18, says so explicitly)."""
+    inputs = ctx.inputs
+    if ctx.opset < 13 and "split" in ctx.attrs:
+        inputs = inputs[:1] + [ctx.const(np.array(ctx.attrs.pop("split"), np.int64), "split")]
+    if len(inputs) < 2 or not inputs[1]:
+        inputs = inputs[:1]
+        ctx.attrs.setdefault("num_outputs", len(ctx.outputs))
+    ctx.emit("Split", inputs, ctx.outputs, **ctx.pass_through("Split"))
+
+
+def pad(ctx: NodeContext) -> None:
+    """Before opset 11, pads and the constant value were attributes."""
+    inputs = ctx.inputs
+    if ctx.opset < 11:
+        inputs = [inputs[0], ctx.const(np.array(ctx.attrs.pop("pads"), np.int64), "pads"),
+                  ctx.const(np.float32(ctx.attrs.pop("value", 0.0)), "value")]
+        cast = ctx.fresh("value")
+        ctx.emit("CastLike", [inputs[2], inputs[0]], [cast])
+        inputs[2] = cast
+    ctx.emit("Pad", inputs, ctx.outputs, **ctx.pass_through("Pad"))
+
+
+def resize(ctx: NodeContext) -> None:
+    """Opset 10's Resize took (x, scales) and mapped coordinates asymmetrically."""
+    inputs = ctx.inputs
+    if ctx.opset < 11:
+        inputs = [inputs[0], "", inputs[1]]
+        ctx.attrs.setdefault("coordinate_transformation_mode", "asymmetric")
+        ctx.attrs.setdefault("nearest_mode", "floor")
+    ctx.emit("Resize", inputs, ctx.outputs, **ctx.pass_through("Resize"))
+
+
+def group_norm(ctx: NodeContext) -> None:
+    """Opset 18 gave scale and bias per group; they become per channel (opset 21) when they are
+    constants and x's channel count is known."""
+    if ctx.opset >= 21:
+        return direct("GroupNormalization")(ctx)
+    x, scale, bias = ctx.inputs
+    groups = ctx.attrs["num_groups"]
+    shape, values = ctx.shape_of(x), [ctx.constant_value(n) for n in (scale, bias)]
+    if shape is None or any(v is None for v in values):
+        raise UnsupportedOnnx(f"{ctx.label}: opset {ctx.opset} GroupNormalization (scale and "
+                              f"bias per group) needs constant scale and bias and a known "
+                              f"channel count")
+    per_channel = [ctx.const(np.repeat(v, shape[1] // groups), n)
+                   for v, n in zip(values, ("scale", "bias"))]
+    ctx.emit("GroupNormalization", [x, *per_channel], ctx.outputs,
+             **ctx.pass_through("GroupNormalization"))
+
+
 TRANSLATORS: dict[str, Translator] = {
     "Max": chain("Maximum"),
     "Min": chain("Minimum"),
@@ -228,7 +365,23 @@ TRANSLATORS: dict[str, Translator] = {
     "Reshape": attr_inputs("Reshape", ("shape",), since=5),
     "TopK": attr_inputs("TopK", ("k",), since=10),
     "Slice": attr_inputs("Slice", ("starts", "ends", "axes"), since=10),
+    **{op: attr_inputs(op, ("axes",), since=18) for op in (
+        "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+        "ReduceLogSumExp")},
+    "Conv": conv,
+    "BatchNormalization": batch_norm,
+    "Split": split,
+    "Pad": pad,
+    "Resize": resize,
+    "GroupNormalization": group_norm,
+    "If": subgraph.if_,
+    "Loop": subgraph.loop,
+    "LSTM": recurrent.lstm,
+    "GRU": recurrent.gru,
 }
+
+# ONNX ops that have no ixl op of their own: the import expands them into graphs of ixl ops.
+EXPANSIONS = frozenset({"LSTM", "GRU", "Loop"})
 
 # ixl ops that are not ONNX ops (an ONNX model naming them is not asking for ixl's semantics).
 NOT_ONNX = frozenset({"Maximum", "Minimum", "Silu", "Rsqrt", "Adds", "Muls", "Sort"})
@@ -247,8 +400,9 @@ def onnx_ops() -> list[str]:
     return sorted(set(TRANSLATORS) | (set(all_ops()) - NOT_ONNX))
 
 
-def translate_node(node: onnx.NodeProto, opset: int, graph: Graph) -> None:
-    ctx = NodeContext(node, opset, graph)
+def translate_node(node: onnx.NodeProto, opset: int, graph: Graph, info: dict | None = None
+                   ) -> None:
+    ctx = NodeContext(node, opset, graph, info=info or {})
     if node.domain not in ("", "ai.onnx"):
         raise UnsupportedOnnx(f"{ctx.label}: domain {node.domain!r} is not supported (only "
                               f"the default ONNX domain)")

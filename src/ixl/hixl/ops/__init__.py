@@ -1,3 +1,4 @@
 """One module per op family; importing this package registers every family."""
 
-from . import compare, conv, elementwise, index, matmul, norm, reduce, shape  # noqa: F401
+from . import (compare, control, conv, conv_transpose, elementwise, index,  # noqa: F401
+               matmul, norm, pool, reduce, resize, shape)

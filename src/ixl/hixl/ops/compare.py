@@ -42,3 +42,17 @@ register(OpSchema(
     samples=boundary_cases(3) + [
         SampleCase("condition broadcast over rows", ((5,), (6, 5), (6, 5))),
         SampleCase("all three broadcast", ((4, 1, 1), (1, 3, 1), (1, 1, 2)))]))
+comparison("GreaterOrEqual", np.greater_equal, "y = (a >= b), broadcasting; bool output")
+comparison("LessOrEqual", np.less_equal, "y = (a <= b), broadcasting; bool output")
+
+
+def logical(name: str, fn, doc: str) -> OpSchema:
+    return register(OpSchema(
+        name=name, tier="S", family="compare", inputs=("a", "b"), dtypes=("bool",),
+        reference_fn=fn, infer_fn=_infer_bool, samples=boundary_cases(2) + BROADCAST_CASES,
+        doc=doc))
+
+
+logical("And", np.logical_and, "y = a and b, elementwise on bool, broadcasting")
+logical("Or", np.logical_or, "y = a or b, elementwise on bool, broadcasting")
+logical("Xor", np.logical_xor, "y = a xor b, elementwise on bool, broadcasting")

@@ -11,7 +11,7 @@ from ..database import register
 from ..dtypes import ALL, ANY_FLOAT, DTYPES, FLOATS, NUMERIC, to_numpy
 from ..errors import AttrError, ShapeMismatch
 from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, TileMultiple, broadcast_shapes,
-                      uniform)
+                      broadcasts_to, uniform)
 
 
 def _same(shape, arity: int) -> tuple:
@@ -250,3 +250,95 @@ register(OpSchema(
     type_of={"x": "T1", "like": "T2"}, constraints={"T1": ALL, "T2": ALL},
     doc="y = x converted to the dtype of `like` (its values are not read)",
     samples=[dataclasses.replace(c, shapes=c.shapes[:1] + ((1,),)) for c in boundary_cases(1)]))
+
+# ---- activations, rounding, trigonometry (the CNN, detector and decoder families) ----
+
+def _softplus(x):
+    """log(1 + exp(x)) without overflow for large x."""
+    return np.logaddexp(0, x)
+
+
+SELU_ALPHA = 1.67326319217681884765625     # ONNX Selu defaults (float32 values of the paper's)
+SELU_GAMMA = 1.05070102214813232421875
+
+
+def _mod(a, b, fmod):
+    """fmod=0: the result takes the divisor's sign (Python's %); fmod=1: the dividend's (C)."""
+    if fmod:
+        return np.fmod(a, b)
+    if a.dtype.kind == "f":
+        raise AttrError("Mod: float inputs need fmod=1 (ONNX defines fmod=0 for integers only)")
+    return np.mod(a, b)
+
+
+def _infer_mod(schema, specs, attrs):
+    if attrs["fmod"] not in (0, 1):
+        raise AttrError(f"Mod: fmod={attrs['fmod']} is not allowed (allowed: 0, 1)")
+    if not attrs["fmod"] and specs[0].dtype not in ("int32", "int64"):
+        raise AttrError(f"Mod: {specs[0].dtype} inputs need fmod=1 (fmod=0 is integer modulo)")
+    return infer_broadcast(schema, specs, attrs)
+
+
+def _nonzero_divisors(schema, specs, rng, attrs):
+    """Divisors of magnitude 0.5 to 4 (integers 1 to 4), either sign."""
+    a, b = specs
+    if to_numpy(b.dtype).kind in "iu":
+        magnitude = rng.integers(1, 5, b.shape)
+        divisor = np.where(rng.random(b.shape) < 0.5, -magnitude, magnitude)
+        return [uniform(a, rng, (-20, 20)), divisor.astype(to_numpy(b.dtype))]
+    return _div_inputs(schema, specs, rng, attrs)
+
+
+def _infer_prelu(schema, specs, attrs):
+    x, slope = specs
+    if not broadcasts_to(slope.shape, x.shape):
+        raise ShapeMismatch(f"PRelu: slope of shape {slope.shape} does not broadcast to x of "
+                            f"shape {x.shape} (one way: its dims equal x's trailing dims or 1)")
+    return infer_same(schema, specs, attrs)
+
+
+def _round_inputs(schema, specs, rng, attrs):
+    """Values on a 0.5 grid: the halfway cases (to even) occur."""
+    x = uniform(specs[0], rng, schema.input_range)
+    return [(np.round(x.astype(np.float32) * 2) / 2).astype(x.dtype)]
+
+
+unary("HardSigmoid", lambda x, alpha, beta: np.clip(alpha * x + beta, 0, 1),
+      "y = max(0, min(1, alpha * x + beta))",
+      attrs={"alpha": Attr(float, 0.2, "slope"), "beta": Attr(float, 0.5, "offset")},
+      constraints=FLOAT_TYPES)
+unary("HardSwish", lambda x: x * np.clip(x / 6 + 0.5, 0, 1), "y = x * HardSigmoid(x) with "
+      "alpha 1/6, beta 0.5", constraints=FLOAT_TYPES, input_range=(-8.0, 8.0))
+unary("Softplus", _softplus, "y = ln(1 + exp(x))", constraints=FLOAT_TYPES,
+      input_range=(-20.0, 20.0))
+unary("Mish", lambda x: x * np.tanh(_softplus(x)), "y = x * tanh(softplus(x))",
+      constraints=FLOAT_TYPES, input_range=(-8.0, 8.0))
+unary("Elu", lambda x, alpha: np.where(x < 0, alpha * np.expm1(np.minimum(x, 0)), x),
+      "y = x if x >= 0 else alpha * (exp(x) - 1)",
+      attrs={"alpha": Attr(float, 1.0, "scale of the negative part")}, constraints=FLOAT_TYPES)
+unary("Selu", lambda x, alpha, gamma: gamma * np.where(
+          x <= 0, alpha * np.expm1(np.minimum(x, 0)), x),
+      "y = gamma * (x if x > 0 else alpha * (exp(x) - 1))",
+      attrs={"alpha": Attr(float, SELU_ALPHA, "scale of the negative part"),
+             "gamma": Attr(float, SELU_GAMMA, "overall scale")}, constraints=FLOAT_TYPES)
+unary("Sign", np.sign, "y = -1, 0 or 1 by the sign of x", constraints=NUMERIC_TYPES)
+unary("Floor", np.floor, "y = the largest integer <= x", constraints=FLOAT_TYPES)
+unary("Ceil", np.ceil, "y = the smallest integer >= x", constraints=FLOAT_TYPES)
+unary("Round", np.round, "y = x rounded to the nearest integer, halves to even",
+      constraints=FLOAT_TYPES, make_inputs=_round_inputs)
+unary("Cos", np.cos, "y = cos(x)", constraints=FLOAT_TYPES)
+unary("Sin", np.sin, "y = sin(x)", constraints=FLOAT_TYPES)
+binary("Mod", _mod, "y = a mod b, broadcasting; fmod=1 (required for floats) keeps the "
+       "dividend's sign, fmod=0 (integers) the divisor's",
+       attrs={"fmod": Attr(int, 0, "1: C fmod (sign of a); 0: Python % (sign of b)")},
+       infer_fn=_infer_mod, constraints=NUMERIC_TYPES, make_inputs=_nonzero_divisors,
+       samples=with_attrs(boundary_cases(2) + BROADCAST_CASES, fmod=1) + [
+           SampleCase("integer modulo, divisor's sign", ((6, 37), (6, 37)), {"fmod": 0},
+                      ("int32", "int64"))])
+binary("PRelu", lambda x, slope: np.where(x < 0, x * slope, x),
+       "y = x if x >= 0 else slope * x; slope broadcasts to x one way (per channel: (C, 1, 1))",
+       infer_fn=_infer_prelu, constraints=NUMERIC_TYPES,
+       samples=boundary_cases(2) + [
+           SampleCase("per-channel slope of NCHW", ((2, 3, 4, 5), (3, 1, 1))),
+           SampleCase("scalar slope", ((6, 5), ())),
+           SampleCase("row slope", ((6, 5), (5,)))])

@@ -1,4 +1,5 @@
-"""Indexing and ordering (tier C): Gather, TopK, Sort, ArgMax.
+"""Indexing and ordering (tier C): Gather, GatherElements, GatherND, ScatterND, OneHot, TopK,
+Sort, ArgMax, ArgMin.
 
 Their work depends on the data (which rows, which order), so on the chip they need host-side
 decisions at run time. Ties are ordered by index, lower first, in both directions (ONNX TopK).
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..database import register
-from ..dtypes import ALL, FLOATS, INDEX, NUMERIC
+from ..dtypes import ALL, FLOATS, INDEX, NUMERIC, to_numpy
 from ..errors import AttrError, ShapeMismatch
 from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axis, uniform
 
@@ -91,24 +92,27 @@ def _sort(x, axis=-1, descending=0):
     return np.take_along_axis(x, idx, axis), idx
 
 
-def _infer_argmax(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
+def _infer_arg(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x = specs[0]
-    axis = normalize_axis("ArgMax", attrs["axis"], len(x.shape))
+    axis = normalize_axis(schema.name, attrs["axis"], len(x.shape))
     if x.shape[axis] == 0:
-        raise ShapeMismatch(f"ArgMax: axis {attrs['axis']} of shape {x.shape} is empty: no "
-                            f"maximum to point at")
+        raise ShapeMismatch(f"{schema.name}: axis {attrs['axis']} of shape {x.shape} is empty: "
+                            f"no extreme to point at")
     shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape)
                   if attrs["keepdims"] or i != axis)
     return [ArgSpec(shape, "int64")]
 
 
-def _argmax(x, axis=0, keepdims=1, select_last_index=0):
-    axis %= x.ndim
-    if select_last_index:
-        idx = x.shape[axis] - 1 - np.argmax(np.flip(x, axis), axis=axis)
-    else:
-        idx = np.argmax(x, axis=axis)
-    return np.expand_dims(idx, axis) if keepdims else idx
+def _arg(find):
+    """ArgMax / ArgMin from numpy's argmax / argmin (first index on ties; flipped for the last)."""
+    def reference(x, axis=0, keepdims=1, select_last_index=0):
+        axis %= x.ndim
+        if select_last_index:
+            idx = x.shape[axis] - 1 - find(np.flip(x, axis), axis=axis)
+        else:
+            idx = find(x, axis=axis)
+        return np.expand_dims(idx, axis) if keepdims else idx
+    return reference
 
 
 # ---- sample cases ----
@@ -185,11 +189,225 @@ register(OpSchema(
            "descending": Attr(int, 0, "1: largest first")},
     samples=ORDER_CASES, doc="values sorted along axis and where they came from; stable "
                              "(ties keep input order); not an ONNX op"))
+ARG_ATTRS = {"axis": Attr(int, 0, "the axis searched"),
+             "keepdims": Attr(int, 1, "keep the axis as size 1"),
+             "select_last_index": Attr(int, 0, "on ties: 1 the last index, 0 the first")}
+for _name, _find, _what in (("ArgMax", np.argmax, "maximum"), ("ArgMin", np.argmin, "minimum")):
+    register(OpSchema(
+        name=_name, tier="C", family="index", inputs=("data",), dtypes=FLOATS,
+        reference_fn=_arg(_find), infer_fn=_infer_arg, constraints=ORDER_TYPES,
+        make_inputs=_tied_inputs, attrs=ARG_ATTRS, samples=ARGMAX_CASES,
+        doc=f"index of the {_what} along axis (int64)"))
+
+
+# ---- GatherElements, GatherND, ScatterND, OneHot ----
+
+def _in_range(op: str, indices, size, what: str):
+    """Indices with negatives counted from the end, or a clear error for one out of range."""
+    bad = (indices < -size) | (indices >= size)
+    if np.any(bad):
+        raise ShapeMismatch(f"{op}: index {int(np.asarray(indices)[bad].reshape(-1)[0])} is out "
+                            f"of range for {what} of size {size} (allowed: {-size}..{size - 1})")
+    return np.where(indices < 0, indices + size, indices)
+
+
+def _infer_gather_elements(schema, specs, attrs):
+    data, indices = specs
+    axis = normalize_axis("GatherElements", attrs["axis"], len(data.shape))
+    if len(indices.shape) != len(data.shape) or any(
+            i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape)) if k != axis):
+        raise ShapeMismatch(f"GatherElements: indices of shape {indices.shape} must have the rank "
+                            f"of data {data.shape} and no dim larger outside axis {axis}")
+    return [ArgSpec(indices.shape, data.dtype)]
+
+
+def _gather_elements(data, indices, axis=0):
+    axis %= data.ndim
+    idx = _in_range("GatherElements", indices, data.shape[axis], f"axis {axis}")
+    window = data[tuple(slice(0, n) if k != axis else slice(None)
+                        for k, n in enumerate(indices.shape))]
+    return np.take_along_axis(window, idx, axis)
+
+
+def _nd_parts(op: str, data: tuple, indices: tuple, batch_dims: int) -> tuple[int, tuple]:
+    """Check a GatherND / ScatterND index tensor: its last dim k addresses data's dims
+    [batch_dims, batch_dims + k); returns k and the batch shape."""
+    if not indices or not data:
+        raise ShapeMismatch(f"{op}: data and indices need rank >= 1, got {data} and {indices}")
+    k = indices[-1]
+    if not 0 <= batch_dims < min(len(data), len(indices)) or \
+            data[:batch_dims] != indices[:batch_dims]:
+        raise ShapeMismatch(f"{op}: batch_dims={batch_dims} must be below both ranks and the "
+                            f"first batch_dims dims of data {data} and indices {indices} equal")
+    if k > len(data) - batch_dims:
+        raise ShapeMismatch(f"{op}: indices' last dim {k} addresses more dims than data "
+                            f"{data} has after batch_dims={batch_dims}")
+    return k, data[:batch_dims]
+
+
+def _infer_gather_nd(schema, specs, attrs):
+    data, indices = specs
+    k, batch = _nd_parts("GatherND", data.shape, indices.shape, attrs["batch_dims"])
+    shape = indices.shape[:-1] + data.shape[attrs["batch_dims"] + k:]
+    return [ArgSpec(shape, data.dtype)]
+
+
+def _gather_nd(data, indices, batch_dims=0):
+    k = indices.shape[-1]
+    batch = int(np.prod(data.shape[:batch_dims], dtype=np.int64))
+    flat_data = data.reshape((batch,) + data.shape[batch_dims:])
+    flat_idx = indices.reshape((batch, -1, k))
+    addressed = data.shape[batch_dims:batch_dims + k]
+    out = []
+    for b in range(batch):
+        idx = [_in_range("GatherND", flat_idx[b][:, j], n, f"dim {batch_dims + j}")
+               for j, n in enumerate(addressed)]
+        out.append(flat_data[b][tuple(idx)])
+    rest = data.shape[batch_dims + k:]
+    return np.stack(out).reshape(indices.shape[:-1] + rest) if out else \
+        np.zeros(indices.shape[:-1] + rest, data.dtype)
+
+
+SCATTER_REDUCTIONS = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum,
+                      "min": np.minimum}
+
+
+def _infer_scatter_nd(schema, specs, attrs):
+    data, indices, updates = specs
+    if attrs["reduction"] not in SCATTER_REDUCTIONS:
+        raise AttrError(f"ScatterND: reduction={attrs['reduction']!r} is not allowed "
+                        f"(allowed: {', '.join(SCATTER_REDUCTIONS)})")
+    k, _ = _nd_parts("ScatterND", data.shape, indices.shape, 0)
+    expected = indices.shape[:-1] + data.shape[k:]
+    if updates.shape != expected:
+        raise ShapeMismatch(f"ScatterND: updates must have shape indices.shape[:-1] + "
+                            f"data.shape[k:] = {expected}, got {updates.shape}")
+    return [ArgSpec(data.shape, data.dtype)]
+
+
+def _scatter_nd(data, indices, updates, reduction="none"):
+    """Updates applied in index order; with reduction 'none' a repeated index keeps the last."""
+    out = data.copy()
+    k = indices.shape[-1]
+    flat_idx = indices.reshape(-1, k)
+    flat_upd = updates.reshape((flat_idx.shape[0],) + data.shape[k:])
+    combine = SCATTER_REDUCTIONS[reduction]
+    for row, update in zip(flat_idx, flat_upd):
+        where = tuple(int(_in_range("ScatterND", np.int64(i), n, f"dim {j}"))
+                      for j, (i, n) in enumerate(zip(row, data.shape)))
+        out[where] = update if combine is None else combine(out[where], update)
+    return out
+
+
+def _scatter_inputs(schema, specs, rng, attrs):
+    """Distinct indices in range (a repeated index with reduction 'none' is order-dependent)."""
+    data, indices, updates = specs
+    k = indices.shape[-1]
+    count = int(np.prod(indices.shape[:-1], dtype=np.int64))
+    cells = int(np.prod(data.shape[:k], dtype=np.int64))
+    picks = rng.permutation(cells)[:count] if cells else np.zeros(0, np.int64)
+    idx = np.stack(np.unravel_index(picks, data.shape[:k]), -1) if k else np.zeros((count, 0))
+    return [uniform(data, rng, schema.input_range),
+            idx.reshape(indices.shape).astype(to_numpy(indices.dtype)),
+            uniform(updates, rng, schema.input_range)]
+
+
+def _infer_one_hot(schema, specs, attrs):
+    indices, depth, values = specs
+    if depth.size != 1:
+        raise ShapeMismatch(f"OneHot: depth must hold one value, got shape {depth.shape}")
+    if values.shape != (2,):
+        raise ShapeMismatch(f"OneHot: values must be [off, on] (shape (2,)), got {values.shape}")
+    size = host_value("OneHot", depth, "depth")[0]
+    if size < 1 or int(size) != size:
+        raise ShapeMismatch(f"OneHot: depth must be a positive integer, got {size}")
+    rank = len(indices.shape) + 1
+    axis = normalize_axis("OneHot", attrs["axis"], rank)
+    shape = indices.shape[:axis] + (int(size),) + indices.shape[axis:]
+    return [ArgSpec(shape, values.dtype)]
+
+
+def _one_hot(indices, depth, values, axis=-1):
+    """Indices in [-depth, depth) pick the `on` value (negatives count from the end); others
+    leave a row of `off` values."""
+    size = int(depth.reshape(-1)[0])
+    idx = indices.astype(np.int64)
+    idx = np.where(idx < 0, idx + size, idx)
+    hot = idx[..., None] == np.arange(size)
+    hot = np.moveaxis(hot, -1, axis % (indices.ndim + 1))
+    return np.where(hot, values[1], values[0])
+
+
+def _one_hot_inputs(schema, specs, rng, attrs):
+    indices, depth, values = specs
+    size = int(depth.value[0]) if depth.value else 5
+    idx = rng.integers(-size - 1, size + 1, indices.shape)    # a few out of range on purpose
+    return [idx.astype(to_numpy(indices.dtype)), None,
+            np.array([0, 3], to_numpy(values.dtype))]
+
+
 register(OpSchema(
-    name="ArgMax", tier="C", family="index", inputs=("data",), dtypes=FLOATS,
-    reference_fn=_argmax, infer_fn=_infer_argmax, constraints=ORDER_TYPES,
-    make_inputs=_tied_inputs,
-    attrs={"axis": Attr(int, 0, "the axis searched"),
-           "keepdims": Attr(int, 1, "keep the axis as size 1"),
-           "select_last_index": Attr(int, 0, "on ties: 1 the last index, 0 the first")},
-    samples=ARGMAX_CASES, doc="index of the maximum along axis (int64)"))
+    name="GatherElements", tier="C", family="index", inputs=("data", "indices"), dtypes=FLOATS,
+    reference_fn=_gather_elements, infer_fn=_infer_gather_elements, type_of={"indices": "Tind"},
+    constraints={"T": ALL, "Tind": INDEX}, attrs={"axis": Attr(int, 0, "the axis indexed")},
+    make_inputs=_gather_inputs,
+    doc="y[i][j] = data[indices[i][j]][j] (axis 0; likewise on other axes): same shape as indices",
+    samples=[SampleCase("one element", ((1,), (1,))),
+             SampleCase("rows, axis 1", ((8, 100), (8, 5)), {"axis": 1}),
+             SampleCase("axis 0, fewer columns", ((6, 7), (3, 5))),
+             SampleCase("negative axis", ((2, 3, 4), (2, 3, 9)), {"axis": -1}),
+             SampleCase("no indices", ((5, 6), (0, 6))),
+             SampleCase("large", ((512, 1024), (512, 64)), {"axis": 1})]))
+register(OpSchema(
+    name="GatherND", tier="C", family="index", inputs=("data", "indices"), dtypes=FLOATS,
+    reference_fn=_gather_nd, infer_fn=_infer_gather_nd, type_of={"indices": "Tind"},
+    constraints={"T": ALL, "Tind": ("int64",)},
+    attrs={"batch_dims": Attr(int, 0, "leading dims shared by data and indices")},
+    make_inputs=lambda schema, specs, rng, attrs: [
+        uniform(specs[0], rng, schema.input_range),
+        _nd_indices(specs[0].shape, specs[1].shape, attrs["batch_dims"], rng)],
+    doc="y = data at the index tuples in the last dim of indices (after batch_dims)",
+    samples=[SampleCase("one element", ((1,), (1, 1))),
+             SampleCase("whole rows", ((6, 7), (4, 1))),
+             SampleCase("single elements", ((6, 7), (4, 2))),
+             SampleCase("batch_dims 1", ((3, 6, 7), (3, 2, 1)), {"batch_dims": 1}),
+             SampleCase("no indices", ((5, 6), (0, 2))),
+             SampleCase("large", ((512, 1024), (256, 1)))]))
+register(OpSchema(
+    name="ScatterND", tier="C", family="index", inputs=("data", "indices", "updates"),
+    dtypes=FLOATS, reference_fn=_scatter_nd, infer_fn=_infer_scatter_nd,
+    type_of={"indices": "Tind"}, constraints={"T": ALL, "Tind": ("int64",)},
+    attrs={"reduction": Attr(str, "none", "none (replace), add, mul, max or min")},
+    make_inputs=_scatter_inputs,
+    doc="y = data with updates written (or combined) at the index tuples of indices",
+    samples=[SampleCase("one element", ((1,), (1, 1), (1,))),
+             SampleCase("whole rows", ((6, 7), (3, 1), (3, 7))),
+             SampleCase("single elements, add", ((6, 7), (4, 2), (4,)), {"reduction": "add"}),
+             SampleCase("mul", ((6, 7), (4, 2), (4,)), {"reduction": "mul"}),
+             SampleCase("max into a 3-D tensor", ((4, 5, 6), (2, 2), (2, 6)),
+                        {"reduction": "max"}),
+             SampleCase("min", ((6, 7), (4, 1), (4, 7)), {"reduction": "min"}),
+             SampleCase("no updates", ((5, 6), (0, 1), (0, 6))),
+             SampleCase("large", ((1024, 512), (64, 1), (64, 512)))]))
+register(OpSchema(
+    name="OneHot", tier="C", family="index", inputs=("indices", "depth", "values"),
+    dtypes=FLOATS, reference_fn=_one_hot, infer_fn=_infer_one_hot, host_inputs=("depth",),
+    type_of={"indices": "T1", "depth": "T2", "values": "T"},
+    constraints={"T": ALL, "T1": NUMERIC, "T2": NUMERIC},
+    attrs={"axis": Attr(int, -1, "where the one-hot axis goes in the output")},
+    make_inputs=_one_hot_inputs,
+    doc="y = values[1] where the new axis equals the index, values[0] elsewhere",
+    samples=[SampleCase("one element", ((1,), (), (2,)), values={"depth": 1}),
+             SampleCase("class labels", ((8,), (), (2,)), values={"depth": 10}),
+             SampleCase("axis 0", ((3, 4), (), (2,)), {"axis": 0}, values={"depth": 5}),
+             SampleCase("no indices", ((0,), (), (2,)), values={"depth": 3}),
+             SampleCase("large", ((4096,), (), (2,)), values={"depth": 1000})]))
+
+
+def _nd_indices(data: tuple, indices: tuple, batch_dims: int, rng) -> np.ndarray:
+    """In-range index tuples for GatherND, negative ones included."""
+    k = indices[-1]
+    dims = np.array(data[batch_dims:batch_dims + k], np.int64)
+    if not len(dims) or not np.all(dims):
+        return np.zeros(indices, np.int64)
+    return (rng.integers(0, 1 << 30, indices) % dims - (rng.random(indices) < 0.3) * dims)

@@ -1,4 +1,4 @@
-"""Matrix products (tier B): MatMul (numpy semantics) and Gemm (ONNX's 2-D GEMM)."""
+"""Matrix products (tier B): MatMul (numpy semantics), Gemm (ONNX's 2-D GEMM) and Einsum."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from ..database import register
 from ..dtypes import FLOATS, NUMERIC
-from ..errors import ShapeMismatch
+from ..errors import AttrError, ShapeMismatch
 from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, Tolerance, broadcast_shapes,
                       broadcasts_to)
 
@@ -99,3 +99,85 @@ register(OpSchema(
            "transB": Attr(int, 0, "use B transposed")},
     samples=GEMM_CASES, input_range=(-1.0, 1.0), tolerances=TOLERANCES,
     doc="y = alpha * op(A) @ op(B) + beta * C; A, B 2-D; C broadcasts to (M, N)"))
+
+
+# ---- Einsum ----
+
+def parse_einsum(equation: str, shapes: list[tuple]) -> tuple[list[str], str, dict[str, int]]:
+    """The equation's input terms and output term (ellipses spelled out as capital letters,
+    which ONNX equations never use) and each letter's size; a clear error for a bad equation."""
+    text = equation.replace(" ", "")
+    lhs, arrow, rhs = text.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise AttrError(f"Einsum: equation {equation!r} has {len(terms)} input term(s) for "
+                        f"{len(shapes)} input(s)")
+    letters = set("".join(terms).replace(".", "")) | set(rhs.replace(".", ""))
+    if not all(c.isalpha() and c.islower() for c in letters):
+        raise AttrError(f"Einsum: equation {equation!r} may hold lower-case letters, ',', '->' "
+                        f"and '...' only")
+    sizes: dict[str, int] = {}
+    batch = 0
+    spelled = []
+    for term, shape in zip(terms, shapes):
+        named = term.replace("...", "")
+        if term.count("...") > 1 or len(named) > len(shape) or \
+                ("..." not in term and len(named) != len(shape)):
+            raise ShapeMismatch(f"Einsum: term {term!r} does not fit an input of shape {shape}")
+        extra = len(shape) - len(named)
+        batch = max(batch, extra)
+        ell = "".join(chr(ord("A") + 26 - extra + i) for i in range(extra))
+        full = term.replace("...", ell)
+        spelled.append(full)
+        for c, d in zip(full, shape):
+            if c.islower() and sizes.setdefault(c, d) != d:
+                raise ShapeMismatch(f"Einsum: index {c!r} is {sizes[c]} in one place and {d} in "
+                                    f"another ({equation!r} over {shapes})")
+    for full, shape in zip(spelled, shapes):      # ellipsis dims broadcast
+        for c, d in zip(full, shape):
+            if c.isupper():
+                sizes[c] = broadcast_shapes("Einsum", [(sizes.get(c, 1),), (d,)])[0]
+    ell = "".join(chr(ord("A") + 26 - batch + i) for i in range(batch))
+    if arrow:
+        out = rhs.replace("...", ell)
+        unknown = [c for c in out if c not in sizes]
+        if unknown or len(set(out)) != len(out):
+            raise AttrError(f"Einsum: output term {rhs!r} names {unknown or 'an index twice'}, "
+                            f"not the inputs' indices once each")
+    else:
+        every = "".join(spelled)
+        out = ell + "".join(sorted(c for c in set(every) if c.islower() and every.count(c) == 1))
+    return spelled, out, sizes
+
+
+def _infer_einsum(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
+    _, out, sizes = parse_einsum(attrs["equation"], [s.shape for s in specs])
+    return [ArgSpec(tuple(sizes[c] for c in out), specs[0].dtype)]
+
+
+def _einsum(*operands, equation):
+    spelled, out, _ = parse_einsum(equation, [o.shape for o in operands])
+    return np.einsum(",".join(spelled) + "->" + out, *operands)
+
+
+EINSUM_CASES = [
+    SampleCase("one element", ((1, 1), (1, 1)), {"equation": "ij,jk->ik"}),
+    SampleCase("batched matmul (attention scores)", ((2, 4, 8, 16), (2, 4, 12, 16)),
+               {"equation": "bhqd,bhkd->bhqk"}),
+    SampleCase("transpose", ((5, 7),), {"equation": "ij->ji"}),
+    SampleCase("sum over an axis", ((5, 7),), {"equation": "ij->i"}),
+    SampleCase("inner product, implicit output", ((37,), (37,)), {"equation": "i,i"}),
+    SampleCase("ellipsis batch", ((3, 2, 5, 6), (6, 4)), {"equation": "...ij,jk->...ik"}),
+    SampleCase("outer product", ((5,), (7,)), {"equation": "i,j->ij"}),
+    SampleCase("diagonal", ((3, 5, 5),), {"equation": "bii->bi"}),
+    SampleCase("a dim of size 0", ((0, 8), (8, 5)), {"equation": "ij,jk->ik"}),
+    SampleCase("large", ((256, 512), (512, 256)), {"equation": "ik,kj->ij"}),
+]
+
+register(OpSchema(
+    name="Einsum", tier="B", family="matmul", inputs=("inputs",), dtypes=FLOATS,
+    reference_fn=_einsum, infer_fn=_infer_einsum, constraints=MATMUL_TYPES, variadic=True,
+    attrs={"equation": Attr(str, None, "e.g. 'bhqd,bhkd->bhqk'", required=True)},
+    samples=EINSUM_CASES, input_range=(-1.0, 1.0), tolerances=TOLERANCES,
+    doc="y = the Einstein summation `equation` over the inputs (products summed over the "
+        "indices absent from the output)"))

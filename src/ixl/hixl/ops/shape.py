@@ -386,3 +386,168 @@ shape_op("Range", _range, _infer_range,
                   _host_case("negative delta", [(), (), ()], start=[10], limit=[6], delta=[-3]),
                   _host_case("empty", [(), (), ()], start=[5], limit=[1], delta=[1]),
                   _host_case("long", [(), (), ()], start=[0], limit=[4096], delta=[1])])
+
+
+# ---- Split, Tile, Pad, Trilu ----
+
+def split_sizes(shape: tuple, axis: int, split, num_outputs) -> list[int]:
+    """The part sizes along axis: given by `split`, or num_outputs parts of ceil(dim / n) with a
+    smaller last part (opset 18)."""
+    dim = shape[axis]
+    if split is not None:
+        sizes = [int(v) for v in split]
+        if any(v < 0 for v in sizes) or sum(sizes) != dim:
+            raise ShapeMismatch(f"Split: split {sizes} must be non-negative and sum to the dim "
+                                f"{dim} of axis {axis}")
+        return sizes
+    if num_outputs is None or num_outputs < 1:
+        raise AttrError("Split: give split sizes (an input) or num_outputs >= 1")
+    chunk = -(-dim // num_outputs)
+    sizes = [min(chunk, max(dim - i * chunk, 0)) for i in range(num_outputs)]
+    if dim % num_outputs and sum(sizes) != dim:
+        raise ShapeMismatch(f"Split: a dim of {dim} does not split into {num_outputs} parts")
+    return sizes
+
+
+def _split_parts(shape, axis, split, num_outputs) -> list[slice]:
+    edges = np.cumsum([0] + split_sizes(shape, axis, split, num_outputs))
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _infer_split(schema, specs, attrs):
+    x = specs[0]
+    axis = normalize_axis("Split", attrs["axis"], len(x.shape))
+    (split,) = _values(schema, specs)
+    return [ArgSpec(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype)
+            for s in split_sizes(x.shape, axis, split, attrs["num_outputs"])]
+
+
+def _split(x, split=None, axis=0, num_outputs=None):
+    axis %= x.ndim
+    parts = _split_parts(x.shape, axis, _axes_list(split), num_outputs)
+    return tuple(x[(slice(None),) * axis + (p,)] for p in parts)
+
+
+def _infer_tile(schema, specs, attrs):
+    x = specs[0]
+    (repeats,) = _values(schema, specs)
+    if len(repeats) != len(x.shape) or any(r < 0 for r in repeats):
+        raise ShapeMismatch(f"Tile: repeats {list(repeats)} must hold one non-negative count per "
+                            f"dim of x {x.shape}")
+    return [ArgSpec(tuple(d * int(r) for d, r in zip(x.shape, repeats)), x.dtype)]
+
+
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def pad_widths(shape: tuple, pads, axes) -> list[tuple[int, int]]:
+    """(before, after) per dim from ONNX pads (all begins, then all ends) over `axes`."""
+    rank = len(shape)
+    axes = list(range(rank)) if axes is None else list(normalize_axes("Pad", axes, rank))
+    if len(pads) != 2 * len(axes):
+        raise ShapeMismatch(f"Pad: pads {list(pads)} must hold 2 values per padded axis "
+                            f"({len(axes)} axes: all begins, then all ends)")
+    widths = [(0, 0)] * rank
+    for i, axis in enumerate(axes):
+        widths[axis] = (int(pads[i]), int(pads[i + len(axes)]))
+    return widths
+
+
+def _infer_pad(schema, specs, attrs):
+    x = specs[0]
+    if attrs["mode"] not in PAD_MODES:
+        raise AttrError(f"Pad: mode={attrs['mode']!r} is not allowed "
+                        f"(allowed: {', '.join(PAD_MODES)})")
+    if len(specs) > 2 and specs[2] is not None and specs[2].size != 1:
+        raise ShapeMismatch(f"Pad: constant_value must be a scalar, got shape {specs[2].shape}")
+    pads, axes = _values(schema, specs)
+    shape = []
+    for d, (lo, hi) in zip(x.shape, pad_widths(x.shape, pads, axes)):
+        if d + lo + hi < 0:
+            raise ShapeMismatch(f"Pad: pads ({lo}, {hi}) leave a dim of {d} negative")
+        if attrs["mode"] != "constant" and (lo > 0 or hi > 0) and d == 0:
+            raise ShapeMismatch(f"Pad: mode {attrs['mode']} cannot pad an empty dim")
+        if attrs["mode"] == "reflect" and max(lo, hi) >= max(d, 1) and d > 1:
+            raise ShapeMismatch(f"Pad: reflect pads ({lo}, {hi}) must be below the dim {d}")
+        shape.append(d + lo + hi)
+    return [ArgSpec(tuple(shape), x.dtype)]
+
+
+def _pad(data, pads, constant_value=None, axes=None, mode="constant"):
+    """Negative pads crop; numpy pads the rest (ONNX's wrap is numpy's wrap, edge its edge)."""
+    widths = pad_widths(data.shape, pads.reshape(-1).tolist(), _axes_list(axes))
+    crop = tuple(slice(max(-lo, 0), d - max(-hi, 0)) for d, (lo, hi) in zip(data.shape, widths))
+    data = data[crop]
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    if mode == "constant":
+        value = 0 if constant_value is None else constant_value.reshape(())
+        return np.pad(data, grow, constant_values=value)
+    return np.pad(data, grow, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])
+
+
+def _infer_trilu(schema, specs, attrs):
+    x = specs[0]
+    if len(x.shape) < 2:
+        raise ShapeMismatch(f"Trilu: x must have rank >= 2 (matrices in its last two dims), got "
+                            f"shape {x.shape}")
+    if len(specs) > 1 and specs[1] is not None and specs[1].size != 1:
+        raise ShapeMismatch(f"Trilu: k must be a scalar, got shape {specs[1].shape}")
+    _values(schema, specs)
+    return [ArgSpec(x.shape, x.dtype)]
+
+
+def _trilu(x, k=None, upper=1):
+    """Keep the upper (lower) triangle from diagonal k on (up to k); zero the rest."""
+    k = 0 if k is None else int(k.reshape(-1)[0])
+    return np.triu(x, k) if upper else np.tril(x, k)
+
+
+shape_op("Split", _split, _infer_split,
+         "the input cut along axis into parts of the given sizes (or num_outputs equal parts)",
+         inputs=("input", "split"), outputs=("outputs",), variadic_outputs=True, optional=1,
+         host_inputs=("split",),
+         attrs={"axis": Attr(int, 0, "the axis cut"),
+                "num_outputs": Attr(int, None, "equal parts (the last smaller) when no split")},
+         samples=[_host_case("one element", [(1,), (1,)], split=[1]),
+                  _host_case("uneven parts", [(10, 7), (3,)], {"axis": 0}, split=[2, 3, 5]),
+                  _host_case("a part of size 0", [(4, 6), (3,)], {"axis": 1}, split=[2, 0, 4]),
+                  _host_case("num_outputs, last smaller", [(4, 7)], {"axis": 1,
+                                                                      "num_outputs": 3}),
+                  _host_case("q, k, v of a fused projection", [(8, 384)],
+                             {"axis": -1, "num_outputs": 3}),
+                  _host_case("large", [(1024, 2048), (2,)], {"axis": 1}, split=[1024, 1024])])
+shape_op("Tile", lambda x, repeats: np.tile(x, tuple(repeats.tolist())), _infer_tile,
+         "y = x repeated `repeats[i]` times along dim i", inputs=("x", "repeats"),
+         host_inputs=("repeats",),
+         samples=[_host_case("one element", [(1,), (1,)], repeats=[1]),
+                  _host_case("rows and columns", [(3, 7), (2,)], repeats=[2, 3]),
+                  _host_case("zero repeats", [(3, 4), (2,)], repeats=[0, 2]),
+                  _host_case("a dim of size 0", [(0, 4), (2,)], repeats=[3, 1]),
+                  _host_case("large", [(1, 2048), (2,)], repeats=[512, 1])])
+shape_op("Pad", _pad, _infer_pad,
+         "y = data padded by pads (begins, then ends; negative crops): constant, reflect, edge "
+         "or wrap", inputs=("data", "pads", "constant_value", "axes"), optional=2,
+         host_inputs=("pads", "axes"), type_of={"pads": "I", "axes": "I"},
+         constraints={"T": ALL, "I": INDEX},
+         attrs={"mode": Attr(str, "constant", ", ".join(PAD_MODES))},
+         samples=[_host_case("one element", [(1,), (2,)], pads=[1, 1]),
+                  _host_case("constant value", [(3, 7), (4,), ()], pads=[1, 0, 2, 3]),
+                  _host_case("negative pads crop", [(6, 7), (4,)], pads=[-1, 2, 0, -3]),
+                  _host_case("reflect", [(4, 5), (4,)], {"mode": "reflect"}, pads=[2, 1, 1, 3]),
+                  _host_case("edge", [(4, 5), (4,)], {"mode": "edge"}, pads=[2, 1, 1, 6]),
+                  _host_case("wrap", [(4, 5), (4,)], {"mode": "wrap"}, pads=[2, 1, 1, 3]),
+                  _host_case("axes: the spatial dims of NCHW", [(1, 2, 5, 5), (4,), (), (2,)],
+                             pads=[1, 1, 1, 1], axes=[2, 3]),
+                  _host_case("a dim of size 0", [(0, 4), (4,)], pads=[1, 0, 1, 0]),
+                  _host_case("large", [(1024, 2048), (4,)], pads=[0, 1, 0, 1])])
+shape_op("Trilu", _trilu, _infer_trilu,
+         "y = the upper (or lower) triangle of the last two dims from diagonal k, zeros elsewhere",
+         inputs=("x", "k"), optional=1, host_inputs=("k",),
+         attrs={"upper": Attr(int, 1, "1: keep the upper triangle; 0: the lower")},
+         samples=[_host_case("one element", [(1, 1)]),
+                  _host_case("causal mask: lower, k 0", [(8, 8)], {"upper": 0}),
+                  _host_case("upper, k 1 (the masked part)", [(8, 8), ()], k=1),
+                  _host_case("batched, rows of 7, k -2", [(3, 5, 7), ()], {"upper": 0}, k=-2),
+                  _host_case("k beyond the matrix", [(4, 5), ()], k=9),
+                  _host_case("a dim of size 0", [(0, 4, 4)]),
+                  _host_case("large", [(1024, 2048), ()], k=-1)])

@@ -1,0 +1,148 @@
+"""ONNX control flow: If and Loop, whose bodies are subgraphs.
+
+An If whose condition is a constant becomes its branch's nodes (inlined); otherwise it is an
+ixl If node whose branches are prepared as ixl graphs (`Subgraph`): the runtime reads the
+condition back and evaluates the chosen branch on the host (the shim, labelled as such). A
+condition that only becomes known once input shapes are fixed is folded by passes.specialize.
+
+A Loop with a constant trip count is unrolled: its body's nodes repeated, each iteration's
+loop-carried values feeding the next, its scan outputs stacked. Its condition must stay true
+(absent, or the body passing it through unchanged): a loop that may stop early depends on data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+
+from ..hixl import ArgSpec, to_numpy
+from ..hixl.dtypes import name_of
+from ..hixl.ops.control import Branch
+from ..nixl import Graph
+from .errors import UnsupportedOnnx
+from .graphs import free_names, inline
+from .passes import propagate
+
+if TYPE_CHECKING:
+    from .translate import NodeContext
+
+
+class Subgraph(Branch):
+    """An ONNX subgraph as an ixl graph whose inputs are bound by position; `dtypes` are the
+    dtypes ONNX declares for them (the host evaluation casts the If's widened golden inputs
+    back to them)."""
+
+    def __init__(self, graph: Graph, dtypes: dict[str, str]):
+        self.graph = graph
+        self.dtypes = dtypes
+
+    def infer(self, specs: list[ArgSpec]) -> list[ArgSpec]:
+        known = propagate(self.graph, dict(zip(self.graph.inputs, specs)))
+        return [known.specs[name] for name in self.graph.outputs]
+
+    def evaluate(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        feeds = {}
+        for name, array in zip(self.graph.inputs, arrays):
+            wanted = self.dtypes.get(name)
+            if wanted is None and array.dtype == np.float64:
+                wanted = "float32"
+            feeds[name] = array if wanted is None else array.astype(to_numpy(wanted))
+        known = propagate(self.graph, {n: ArgSpec(a.shape, name_of(a.dtype))
+                                       for n, a in feeds.items()}, feeds, evaluate=True)
+        return [known.values[name] for name in self.graph.outputs]
+
+    def __repr__(self) -> str:
+        return (f"Subgraph({len(self.graph.nodes)} nodes, inputs {self.graph.inputs}, "
+                f"outputs {self.graph.outputs})")
+
+
+def _dtypes(ctx: NodeContext, names: list[str]) -> dict[str, str]:
+    return {n: ctx.info[n][0] for n in names if ctx.info.get(n, (None,))[0] is not None}
+
+
+def if_(ctx: NodeContext) -> None:
+    then_body, else_body = ctx.attrs.pop("then_branch"), ctx.attrs.pop("else_branch")
+    ctx.check_consumed()
+    branches = [ctx.convert_body(b, []) for b in (then_body, else_body)]
+    cond = ctx.inputs[0]
+    known = ctx.constant_value(cond)
+    if known is not None:
+        chosen = branches[0] if bool(known.reshape(-1)[0]) else branches[1]
+        inline(ctx.graph, chosen, {}, list(ctx.outputs), ctx.fresh("then" if bool(
+            known.reshape(-1)[0]) else "else") + "/")
+        return
+    values = []
+    for b in branches:
+        values.extend(n for n in free_names(b) if n not in values)
+    for b in branches:
+        b.inputs = list(values)
+    dtypes = _dtypes(ctx, values)
+    ctx.emit("If", [cond, *values], ctx.outputs, then_branch=Subgraph(branches[0], dtypes),
+             else_branch=Subgraph(branches[1], dtypes))
+
+
+def _passes_condition_through(body: onnx.GraphProto) -> bool:
+    """Whether the body's condition output is its condition input (through Identity nodes) or a
+    constant true."""
+    name, cond_in = body.output[0].name, body.input[1].name
+    producers = {o: n for n in body.node for o in n.output}
+    while name in producers and producers[name].op_type == "Identity":
+        name = producers[name].input[0]
+    if name == cond_in:
+        return True
+    node = producers.get(name)
+    if node is not None and node.op_type == "Constant":
+        value = onnx.numpy_helper.to_array(node.attribute[0].t)
+        return bool(np.all(value))
+    return False
+
+
+def loop(ctx: NodeContext) -> None:
+    body_proto = ctx.attrs.pop("body")
+    ctx.check_consumed()
+    trip, cond, *initial = ctx.inputs
+    count = ctx.constant_value(trip) if trip else None
+    if count is None:
+        raise UnsupportedOnnx(f"{ctx.label}: the trip count {trip or '(none)'} is not a constant; "
+                              f"ixl unrolls loops with a constant trip count")
+    cond_value = ctx.constant_value(cond) if cond else None
+    if cond and (cond_value is None or not bool(cond_value.reshape(-1)[0])):
+        raise UnsupportedOnnx(f"{ctx.label}: the loop condition {cond} is not a constant true; "
+                              f"ixl unrolls loops that run their whole trip count")
+    if cond and not _passes_condition_through(body_proto):
+        raise UnsupportedOnnx(f"{ctx.label}: the body computes its condition, so the loop may "
+                              f"stop early; ixl unrolls loops that run their whole trip count")
+    formal = [v.name for v in body_proto.input]
+    body = ctx.convert_body(body_proto, formal)
+    carried_count = len(initial)
+    scan_count = len(body.outputs) - 1 - carried_count
+    carried = list(initial)
+    scans: list[list[str]] = [[] for _ in range(scan_count)]
+    true = ctx.const(np.array(True), "cond")
+    for i in range(int(count.reshape(-1)[0])):
+        prefix = ctx.fresh(f"it{i}") + "/"
+        bindings = {formal[0]: ctx.const(np.array(i, np.int64), "iter"), formal[1]: true,
+                    **dict(zip(formal[2:], carried))}
+        outs = ["", *[f"{prefix}carried{k}" for k in range(carried_count)],
+                *[f"{prefix}scan{k}" for k in range(scan_count)]]
+        inline(ctx.graph, body, bindings, outs, prefix)
+        carried = outs[1:1 + carried_count]
+        for k in range(scan_count):
+            scans[k].append(outs[1 + carried_count + k])
+    final = ctx.outputs
+    for name, value in zip(final[:carried_count], carried):
+        if name:
+            ctx.emit("Identity", [value], [name])
+    axis = ctx.const(np.array([0], np.int64), "axis")
+    for name, parts in zip(final[carried_count:], scans):
+        if not name:
+            continue
+        if not parts:
+            raise UnsupportedOnnx(f"{ctx.label}: a scan output of zero iterations has no shape")
+        stacked = []
+        for part in parts:
+            stacked.append(ctx.fresh("step"))
+            ctx.emit("Unsqueeze", [part, axis], [stacked[-1]])
+        ctx.emit("Concat", stacked, [name], axis=0)

@@ -1,0 +1,217 @@
+"""Small models of each family, built with onnx.helper, through ixl and against onnx's
+ReferenceEvaluator: a classifier (Conv-BN-ReLU-MaxPool-GAP-Gemm), a detector head (Resize,
+Concat), recurrent cells (LSTM, GRU), a decoder block (rotary Cos/Sin, a Trilu/Where causal mask,
+the RMSNorm decomposition), control flow (If, Loop). `ixl onnx inspect` finds no unsupported op
+in any of them."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from ixl.hixl import ArgSpec
+from ixl.onnx import IxlBackend
+from ixl.onnx.backend import IxlBackendRep
+from ixl.onnx.passes import optimize
+from ixl.onnx.support import inspect_model
+
+F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+node = helper.make_node
+rng = np.random.default_rng(11)
+
+
+def weights(*shape, scale=0.3):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def model(nodes, inputs, outputs, inits, opset=18):
+    graph = helper.make_graph(nodes, "family", inputs, outputs,
+                              initializer=[numpy_helper.from_array(np.asarray(v), k)
+                                           for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def value(name, shape, dtype=F32):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def classifier():
+    c = 8
+    inits = {"w1": weights(c, 3, 3, 3), "b1": weights(c), "s": np.abs(weights(c)) + 0.5,
+             "bb": weights(c), "mu": weights(c), "var": np.abs(weights(c)) + 0.5,
+             "w2": weights(c, c, 3, 3), "fc": weights(10, c), "fb": weights(10)}
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("BatchNormalization", ["c1", "s", "bb", "mu", "var"], ["n1"]),
+             node("Relu", ["n1"], ["r1"]),
+             node("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], strides=[2, 2],
+                  pads=[1, 1, 1, 1]),
+             node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             node("HardSwish", ["c2"], ["a2"]),
+             node("GlobalAveragePool", ["a2"], ["g"]), node("Flatten", ["g"], ["f"]),
+             node("Gemm", ["f", "fc", "fb"], ["y"], transB=1)]
+    return model(nodes, [value("x", [2, 3, 32, 32])], [value("y", [2, 10])], inits)
+
+
+def detector_head():
+    inits = {"wa": weights(8, 4, 1, 1), "wb": weights(6, 12, 3, 3), "scales":
+             np.array([1, 1, 2, 2], np.float32), "slope": np.full((4, 1, 1), 0.1, np.float32)}
+    nodes = [node("Conv", ["deep", "wa"], ["lat"]), node("Sigmoid", ["lat"], ["sig"]),
+             node("Mul", ["lat", "sig"], ["act"]),
+             node("Resize", ["act", "", "scales"], ["up"], mode="nearest",
+                  coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+             node("PRelu", ["shallow", "slope"], ["sh"]),
+             node("Concat", ["up", "sh"], ["cat"], axis=1),
+             node("Conv", ["cat", "wb"], ["box"], pads=[1, 1, 1, 1]),
+             node("Resize", ["box", "", "scales"], ["y"], mode="linear",
+                  coordinate_transformation_mode="half_pixel")]
+    return model(nodes, [value("deep", [1, 4, 5, 5]), value("shallow", [1, 4, 10, 10])],
+                 [value("y", [1, 6, 20, 20])], inits)
+
+
+def recurrent(op):
+    hidden, gates = 6, 4 if op == "LSTM" else 3
+    inits = {"W": weights(1, gates * hidden, 5), "R": weights(1, gates * hidden, hidden),
+             "B": weights(1, 2 * gates * hidden)}
+    outputs = ["Y", "Y_h"]
+    nodes = [node(op, ["x", "W", "R", "B"], outputs, hidden_size=hidden),
+             node("Squeeze", ["Y_h", "zero"], ["h"]), node("ReduceSum", ["Y", "zero"], ["s"])]
+    inits["zero"] = np.array([0], np.int64)
+    return model(nodes, [value("x", [7, 3, 5])], [value("h", [3, hidden]),
+                                                   value("s", [3, 1, hidden])], inits)
+
+
+def decoder_block():
+    """Rotary embedding (Cos/Sin of positions), a causal mask from Trilu and Where, attention,
+    and the RMSNorm decomposition a Llama export leaves."""
+    s, d = 6, 8
+    pos = np.arange(s, dtype=np.float32)[:, None] * (1.0 / 10000 ** (np.arange(d // 2) / (d // 2)))
+    inits = {"freqs": np.concatenate([pos, pos], -1).astype(np.float32),
+             "wq": weights(d, d), "wk": weights(d, d), "wv": weights(d, d),
+             "ones": np.ones((s, s), np.float32), "neg": np.float32(-1e9), "zero_f": np.float32(0),
+             "two": np.float32(2), "axes": np.array([-1], np.int64), "eps": np.float32(1e-6),
+             "gamma": np.abs(weights(d)) + 0.5, "half": np.array([d // 2, d // 2], np.int64),
+             "scale": np.float32(d ** -0.5)}
+    nodes = [
+        # RMSNorm as exported
+        node("Pow", ["x", "two"], ["sq"]), node("ReduceMean", ["sq", "axes"], ["ms"]),
+        node("Add", ["ms", "eps"], ["mse"]), node("Sqrt", ["mse"], ["rms"]),
+        node("Div", ["x", "rms"], ["xn"]), node("Mul", ["xn", "gamma"], ["h"]),
+        node("MatMul", ["h", "wq"], ["q"]), node("MatMul", ["h", "wk"], ["k"]),
+        node("MatMul", ["h", "wv"], ["v"]),
+        # rotary: q * cos + rotate_half(q) * sin
+        node("Cos", ["freqs"], ["cos"]), node("Sin", ["freqs"], ["sin"]),
+        node("Split", ["q", "half"], ["q1", "q2"], axis=-1), node("Neg", ["q2"], ["nq2"]),
+        node("Concat", ["nq2", "q1"], ["qr"], axis=-1), node("Mul", ["q", "cos"], ["qc"]),
+        node("Mul", ["qr", "sin"], ["qs"]), node("Add", ["qc", "qs"], ["qrot"]),
+        # causal mask
+        node("Trilu", ["ones"], ["lower"], upper=0), node("Cast", ["lower"], ["keep"],
+                                                           to=TensorProto.BOOL),
+        node("Transpose", ["k"], ["kt"], perm=[1, 0]), node("MatMul", ["qrot", "kt"], ["sc"]),
+        node("Mul", ["sc", "scale"], ["sc2"]), node("Where", ["keep", "sc2", "neg"], ["masked"]),
+        node("Softmax", ["masked"], ["p"], axis=-1), node("MatMul", ["p", "v"], ["o"]),
+        node("Add", ["x", "o"], ["y"])]
+    return model(nodes, [value("x", [s, d])], [value("y", [s, d])], inits)
+
+
+def control_flow():
+    """An If on a runtime condition (the host runs the chosen branch) and a Loop of constant
+    trip count (unrolled)."""
+    then = helper.make_graph([node("Mul", ["x", "x"], ["t"])], "then", [], [value("t", [4])])
+    other = helper.make_graph([node("Neg", ["x"], ["e"])], "else", [], [value("e", [4])])
+    body = helper.make_graph(
+        [node("Identity", ["c_in"], ["c_out"]), node("Add", ["acc", "x"], ["acc2"]),
+         node("Cast", ["i"], ["fi"], to=F32), node("Mul", ["acc2", "fi"], ["scan"])],
+        "body", [value("i", [], I64), value("c_in", [], TensorProto.BOOL), value("acc", [4])],
+        [value("c_out", [], TensorProto.BOOL), value("acc2", [4]), value("scan", [4])])
+    nodes = [node("ReduceSum", ["x"], ["total"], keepdims=0),
+             node("Greater", ["total", "zero"], ["cond"]),
+             node("If", ["cond"], ["branch"], then_branch=then, else_branch=other),
+             node("Loop", ["three", "yes", "branch"], ["acc", "scans"], body=body)]
+    inits = {"zero": np.float32(0), "three": np.array(3, np.int64), "yes": np.array(True)}
+    return model(nodes, [value("x", [4])], [value("acc", [4]), value("scans", [3, 4])], inits,
+                 opset=18)
+
+
+FAMILIES = {"classifier": classifier, "detector head": detector_head,
+            "LSTM": lambda: recurrent("LSTM"), "GRU": lambda: recurrent("GRU"),
+            "decoder block": decoder_block, "control flow": control_flow}
+
+
+def feeds_for(m):
+    return {v.name: rng.standard_normal([d.dim_value for d in v.type.tensor_type.shape.dim]
+                                        ).astype(np.float32) for v in m.graph.input}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_family_matches_the_reference_evaluator_as_converted_and_optimised(family):
+    m = FAMILIES[family]()
+    feeds = feeds_for(m)
+    expected = ReferenceEvaluator(m).run(None, feeds)
+    rep = IxlBackend.prepare(m)
+    converted = rep.run(feeds)
+    graph = optimize(rep.graph, {k: ArgSpec(v.shape, "float32") for k, v in feeds.items()})
+    fast = IxlBackendRep(type(rep.converted)(graph, rep.converted.inputs, rep.converted.outputs,
+                                             rep.converted.opset)).run(feeds)
+    for ours, opt, theirs in zip(converted, fast, expected):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(opt, theirs, rtol=1e-4, atol=1e-5)
+    assert all(row.status != "unsupported" for row in inspect_model(m).rows)
+
+
+def test_the_optimised_classifier_and_decoder_run_the_fused_ops():
+    for build, feeds_shape, wanted, gone in (
+            (classifier, (2, 3, 32, 32), set(), {"BatchNormalization"}),
+            (decoder_block, (6, 8), {"RMSNormalization"}, {"Pow", "Sqrt", "Trilu", "Cos"})):
+        rep = IxlBackend.prepare(build())
+        graph = optimize(rep.graph, {rep.graph.inputs[0]: ArgSpec(feeds_shape, "float32")})
+        ops = {n.op for n in graph.nodes}
+        assert wanted <= ops and not gone & ops
+
+
+def test_a_runtime_if_runs_on_the_host_and_says_so():
+    m = control_flow()
+    rep = IxlBackend.prepare(m)
+    for x in (np.ones(4, np.float32), -np.ones(4, np.float32)):
+        ours = rep.run({"x": x})
+        for a, b in zip(ours, ReferenceEvaluator(m).run(None, {"x": x})):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+        run = next(r for r in rep.last_graph.runs if r.op == "If")
+        assert run.path == "shim"
+    assert "Loop" not in {n.op for n in rep.graph.nodes}
+
+
+RECURRENT_VARIANTS = {
+    "LSTM, sequence_lens shorter than the sequence": (
+        node("LSTM", ["X", "W", "R", "B", "L"], ["Y", "Yh"], hidden_size=4),
+        {"X": (5, 3, 2), "W": (1, 16, 2), "R": (1, 16, 4), "B": (1, 32)}),
+    "LSTM bidirectional, peepholes, clip, initial state": (
+        node("LSTM", ["X", "W", "R", "B", "", "H0", "C0", "P"], ["Y", "Yh"], hidden_size=4,
+             direction="bidirectional", clip=0.7),
+        {"X": (4, 3, 2), "W": (2, 16, 2), "R": (2, 16, 4), "B": (2, 32), "H0": (2, 3, 4),
+         "C0": (2, 3, 4), "P": (2, 12)}),
+    "GRU bidirectional, linear_before_reset, initial state": (
+        node("GRU", ["X", "W", "R", "B", "", "H0"], ["Y", "Yh"], hidden_size=4,
+             direction="bidirectional", linear_before_reset=1),
+        {"X": (4, 3, 2), "W": (2, 12, 2), "R": (2, 12, 4), "B": (2, 24), "H0": (2, 3, 4)}),
+    "GRU reverse": (node("GRU", ["X", "W", "R", "B"], ["Y", "Yh"], hidden_size=4,
+                         direction="reverse"),
+                    {"X": (3, 4, 2), "W": (1, 12, 2), "R": (1, 12, 4), "B": (1, 24)}),
+}
+
+
+@pytest.mark.parametrize("variant", RECURRENT_VARIANTS)
+def test_recurrent_variants_match_onnxruntime(variant):
+    """onnx's ReferenceEvaluator runs one direction and ignores sequence_lens: onnxruntime (the
+    `ort` extra) is the reference for these."""
+    ort = pytest.importorskip("onnxruntime")
+    rnn, shapes = RECURRENT_VARIANTS[variant]
+    feeds = {k: weights(*s, scale=1.0) for k, s in shapes.items()}
+    if "L" in rnn.input:
+        feeds["L"] = np.array([5, 2, 3], np.int32)
+    inputs = [value(k, list(v.shape), TensorProto.INT32 if v.dtype == np.int32 else F32)
+              for k, v in feeds.items()]
+    m = model([rnn], inputs, [value("Y", []), value("Yh", [])], {}, opset=22)
+    expected = ort.InferenceSession(m.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+    for ours, theirs in zip(IxlBackend.prepare(m).run(feeds), expected):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
