@@ -107,7 +107,7 @@ def test_an_input_of_another_shape_than_declared_is_refused_before_allocating(tm
 
 @pytest.mark.parametrize("make_args, text", [
     (lambda p, t: ["--input", f"x={t}", "--input", f"x={t}"], "--input x is given twice"),
-    (lambda p, t: ["--input", f"x={p}"], "is not a .npy file numpy can read"),
+    (lambda p, t: ["--input", f"x={p}"], "is not a .npy file (numpy.save writes one)"),
     (lambda p, t: ["--input", "x"], "--input 'x' does not parse: use NAME=FILE.npy"),
     (lambda p, t: ["--input", f"z={t}"], "unknown: z"),
     (lambda p, t: [], "missing: x: float32[n, 4] (give --input NAME=FILE.npy or --random)"),

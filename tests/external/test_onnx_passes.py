@@ -34,8 +34,11 @@ def run(m, feeds, rewrite=None):
     """Outputs of the model through ixl (after `rewrite` of its graph), and the nodes that ran."""
     rep = IxlBackend.prepare(m)
     if rewrite is not None:
-        rep = IxlBackendRep(rep.converted.__class__(rewrite(rep.graph), rep.converted.inputs,
-                                                    rep.converted.outputs, rep.converted.opset))
+        graph = rewrite(rep.graph)
+        inputs = [s for s in rep.converted.inputs if s.name in graph.inputs]   # fixed ones go
+        rep = IxlBackendRep(rep.converted.__class__(graph, inputs, rep.converted.outputs,
+                                                    rep.converted.opset))
+        feeds = {k: v for k, v in feeds.items() if k in graph.inputs}
     outs = rep.run(feeds)
     return outs, [r.op for r in rep.last_graph.runs]
 
