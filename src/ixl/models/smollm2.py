@@ -79,7 +79,7 @@ class SmolLM2:
     def decoder(self) -> CachedDecoder:
         with self._lock:
             if self._decoder is None:
-                converted = IxlBackend.prepare(fill_weights(GRAPH, self.gguf.path)).converted
+                converted = IxlBackend.prepare(fill_weights(GRAPH, self.gguf)).converted
                 weights = frozenset(weight_map(GRAPH)["initializers"])
                 self._decoder = CachedDecoder(converted, weights, self.chip, self.dtype)
             return self._decoder

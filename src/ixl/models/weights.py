@@ -53,13 +53,15 @@ def require_package(spec: dict, model: str) -> None:
 
 
 @contextmanager
-def open_tensors(path: Path) -> Iterator[Callable[[str], np.ndarray]]:
-    """A reader of the tensors in `path` by name: GGUF (dequantised to float32) or
-    safetensors."""
-    if Path(path).suffix == ".gguf":
-        yield GGUFFile(path).tensor
+def open_tensors(weights: Path | GGUFFile) -> Iterator[Callable[[str], np.ndarray]]:
+    """A reader of the tensors in `weights` by name: a GGUF file (dequantised to float32; an
+    open one spares parsing it again) or a safetensors file."""
+    if isinstance(weights, GGUFFile):
+        yield weights.tensor
+    elif Path(weights).suffix == ".gguf":
+        yield GGUFFile(weights).tensor
     else:
-        with safe_open(str(path), framework="numpy") as tensors:
+        with safe_open(str(weights), framework="numpy") as tensors:
             yield tensors.get_tensor
 
 
@@ -78,8 +80,8 @@ def _weight(read: Callable[[str], np.ndarray], source: dict,
     return array
 
 
-def fill_weights(graph_path: Path, weights_path: Path) -> onnx.ModelProto:
-    """The graph at `graph_path` with its weights from `weights_path` (safetensors or GGUF)
+def fill_weights(graph_path: Path, weights: Path | GGUFFile) -> onnx.ModelProto:
+    """The graph at `graph_path` with its weights from `weights` (a safetensors or GGUF file)
     as initializers."""
     mapping = weight_map(graph_path)["initializers"]
     model = onnx.load(str(graph_path))
@@ -88,7 +90,7 @@ def fill_weights(graph_path: Path, weights_path: Path) -> onnx.ModelProto:
     if len(stripped) != len(mapping):
         raise ValueError(f"{graph_path.name}: the weight mapping names {len(mapping)} tensors, "
                          f"the graph takes {len(stripped)} of them as inputs")
-    with open_tensors(weights_path) as read:
+    with open_tensors(weights) as read:
         graph.initializer.extend(
             numpy_helper.from_array(_weight(read, mapping[v.name], v), v.name)
             for v in stripped)
