@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import HazardError
+from .observe import Instruction, Observer, Space
 from .timeline import Pipe
 
 
@@ -24,33 +25,39 @@ class Access:
     name: str
 
 
-class HazardCheck:
-    def __init__(self, core_id: int):
-        self.core_id = core_id
-        self.reads: list[Access] = []
-        self.writes: list[Access] = []
+class HazardCheck(Observer):
+    def __init__(self):
+        self.reads: dict[int, list[Access]] = {}
+        self.writes: dict[int, list[Access]] = {}
 
-    def access(self, pipe: Pipe, name: str, start: float, end: float, reads, writes,
-               horizon: float) -> None:
-        """Check one instruction's UB reads and writes ((lo, hi) byte ranges), then keep them.
-        Accesses that ended before `horizon` (the scalar unit's clock: no later instruction
-        can start earlier) can never conflict again and are dropped."""
-        self.reads = [a for a in self.reads if a.end > horizon]
-        self.writes = [a for a in self.writes if a.end > horizon]
+    def launch_begin(self, launch) -> None:
+        self.reads = {c: [] for c in launch.cores}
+        self.writes = {c: [] for c in launch.cores}
+
+    def instruction(self, ins: Instruction) -> None:
+        """Check one instruction's UB reads and writes, then keep them. Accesses that ended
+        before its dispatch (no later instruction can start earlier) are dropped."""
+        horizon = ins.issued
+        reads_ = [a for a in self.reads[ins.core] if a.end > horizon]
+        writes_ = [a for a in self.writes[ins.core] if a.end > horizon]
+        reads = [a.span() for a in ins.reads if a.space is Space.UB and not a.empty]
+        writes = [a.span() for a in ins.writes if a.space is Space.UB and not a.empty]
         for lo, hi in reads:
-            self._against(self.writes, "reads", "writes", pipe, name, start, lo, hi)
+            self._against(ins, writes_, "reads", "writes", lo, hi)
         for lo, hi in writes:
-            self._against(self.reads, "writes", "reads", pipe, name, start, lo, hi)
-            self._against(self.writes, "writes", "writes", pipe, name, start, lo, hi)
-        self.reads += [Access(lo, hi, pipe, end, name) for lo, hi in reads]
-        self.writes += [Access(lo, hi, pipe, end, name) for lo, hi in writes]
+            self._against(ins, reads_, "writes", "reads", lo, hi)
+            self._against(ins, writes_, "writes", "writes", lo, hi)
+        reads_ += [Access(lo, hi, ins.pipe, ins.end, ins.name) for lo, hi in reads]
+        writes_ += [Access(lo, hi, ins.pipe, ins.end, ins.name) for lo, hi in writes]
+        self.reads[ins.core], self.writes[ins.core] = reads_, writes_
 
-    def _against(self, earlier: list[Access], verb: str, other_verb: str, pipe: Pipe, name: str,
-                 start: float, lo: int, hi: int) -> None:
+    def _against(self, ins, earlier: list[Access], verb: str, other_verb: str, lo: int,
+                 hi: int) -> None:
         for a in earlier:
-            if a.pipe is not pipe and a.lo < hi and lo < a.hi and a.end > start:
+            if a.pipe is not ins.pipe and a.lo < hi and lo < a.hi and a.end > ins.start:
                 raise HazardError(
-                    f"pipe hazard on core {self.core_id}: {name} ({pipe.lane}) {verb} UB "
-                    f"[{lo:#x}, {hi:#x}) from cycle {start:.0f} while {a.name} ({a.pipe.lane}) "
-                    f"{other_verb} [{a.lo:#x}, {a.hi:#x}) until cycle {a.end:.0f}: order them "
-                    f"with a flag (enque/deque, alloc/free, or set_flag/wait_flag)")
+                    f"pipe hazard on core {ins.core}: {ins.name} ({ins.pipe.lane}) {verb} UB "
+                    f"[{lo:#x}, {hi:#x}) from cycle {ins.start:.0f} while {a.name} "
+                    f"({a.pipe.lane}) {other_verb} [{a.lo:#x}, {a.hi:#x}) until cycle "
+                    f"{a.end:.0f}: order them with a flag (enque/deque, alloc/free, or "
+                    f"set_flag/wait_flag)")
