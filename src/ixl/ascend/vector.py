@@ -72,6 +72,13 @@ def _check_dtype(op: str, tensor: LocalTensor, allowed: frozenset) -> None:
             f"(supported: {names}){hint}")
 
 
+def _check_aligned(op: str, *operands) -> None:
+    """Every operand, (tensor, role), of a vector instruction starts on a 32-byte UB boundary
+    ([S2201]): the chip faults on any other address, whatever the form or the count."""
+    for t, role in operands:
+        t.core.check_ub_aligned(t.offset, f"{op} {role}")
+
+
 def _check_extent(op: str, tensor: LocalTensor, last: int, role: str) -> None:
     """Element index `last` (exclusive end) must stay in UB, and in debug mode in the tensor."""
     core = tensor.core
@@ -171,6 +178,7 @@ def _binary(op: str, fn, allowed=_ARITH):
               repeat_times: int | None = None, params: BinaryRepeatParams | None = None):
         for t in (dst, src0, src1):
             _check_dtype(op, t, allowed)
+        _check_aligned(op, (dst, "dst"), (src0, "src0"), (src1, "src1"))
         core = dst.core
         if repeat_times is None:
             count = int(count_or_mask)
@@ -223,6 +231,7 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
                  reads_src: bool = True):
     """dst = compute(src) in count or mask/repeat form; `reads_src` is False for an
     instruction that only writes (duplicate passes dst as a stand-in src)."""
+    _check_aligned(op, (dst, "dst"), *(((src, "src"),) if reads_src else ()))
     core = dst.core
     cost_size = builtins.max(dst.itemsize, src.itemsize)
     if repeat_times is None:
@@ -411,6 +420,7 @@ def _whole_reduce(op: str, fn):
               dst_rep_stride: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8) -> None:
         _check_dtype(op, dst, _FLOAT)
         _check_dtype(op, src, _FLOAT)
+        _check_aligned(op, (dst, "dst"), (src, "src"))
         core = dst.core
         idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask, repeat_times)
         if idx is not None:
@@ -493,6 +503,7 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
     """Compare(dst, src0, src1, cmpMode, count): one bit per element (LSB first) into dst."""
     _check_dtype("compare", src0, _FLOAT)
     _check_dtype("compare", src1, _FLOAT)
+    _check_aligned("compare", (dst, "dst"), (src0, "src0"), (src1, "src1"))
     _check_compare_count("compare", src0, count)
     _check_extent("compare", src0, count, "src0")
     _check_extent("compare", src1, count, "src1")
@@ -508,6 +519,7 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
 def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, count: int) -> None:
     """CompareScalar(dst, src, scalar, cmpMode, count)."""
     _check_dtype("compare", src, _FLOAT)
+    _check_aligned("compare_scalar", (dst, "dst"), (src, "src"))
     _check_compare_count("compare_scalar", src, count)
     _check_extent("compare_scalar", src, count, "src")
     core = dst.core
@@ -524,6 +536,8 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: 
     _check_dtype("select", mask, _MASK)
     for t in (dst, src0) + ((src1,) if isinstance(src1, LocalTensor) else ()):
         _check_dtype("select", t, _FLOAT)
+    _check_aligned("select", (dst, "dst"), (mask, "mask"), (src0, "src0"),
+                   *(((src1, "src1"),) if isinstance(src1, LocalTensor) else ()))
     _check_compare_count("select", dst, count)
     for t, role in ((dst, "dst"), (src0, "src0")):
         _check_extent("select", t, count, role)
@@ -546,6 +560,7 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
     dst with each (the building block of column and scalar broadcasts)."""
     _check_dtype("brcb", dst, _ARITH)
     _check_dtype("brcb", src, _ARITH)
+    _check_aligned("brcb", (dst, "dst"), (src, "src"))
     _check_repeat("brcb", dst, repeat_times)
     core = dst.core
     blk = core.chip.block_elems(dst.itemsize)

@@ -15,7 +15,8 @@ import numpy as np
 
 from .pipe import LocalTensor
 from .timeline import Pipe
-from .vector import _FLOAT, _check_dtype, _check_extent, _indices, _lane_mask, _mask_key, _strided
+from .vector import (_FLOAT, _check_aligned, _check_dtype, _check_extent, _indices, _lane_mask,
+                     _mask_key, _strided)
 
 # The cost-table row of ReduceDataBlock by operand width (see VECTOR_CLASS in costs.py).
 _COST_KEY = {2: "block_reduce_16", 4: "block_reduce_32"}
@@ -26,6 +27,7 @@ def _block_reduce(op: str, fn, identity: float):
               dst_rep_stride: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8) -> None:
         _check_dtype(op, dst, _FLOAT)
         _check_dtype(op, src, _FLOAT)
+        _check_aligned(op, (dst, "dst"), (src, "src"))
         core = dst.core
         idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask,
                               repeat_times)
