@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .chips import ChipSpec
 from .timeline import Pipe
@@ -58,51 +57,65 @@ class Access:
     each read's value at position i; a read with more dimensions than the write feeds position
     i with all its trailing positions (a reduction), and a read's dimension of 1 broadcasts
     (brcb, a select mask). `const` marks a write whose values come from no read (a duplicated
-    scalar, DataCopyPad's padding). `tensor` is the GlobalTensor of a GM operand (its name and
-    root), None elsewhere.
+    scalar, DataCopyPad's padding). `bits` marks a count of single bits (a compare's mask:
+    element i is bit i % 8 of byte i // 8, LSB first; itemsize 1). `tensor` is the
+    GlobalTensor of a GM operand (its name and root), None elsewhere.
     """
 
-    __slots__ = ("space", "base", "itemsize", "elems", "role", "const", "tensor")
+    __slots__ = ("space", "base", "itemsize", "elems", "role", "const", "tensor", "bits",
+                 "_span")
 
     def __init__(self, space: Space, base: int, itemsize: int, elems, role: str,
-                 const: bool = False, tensor=None):
+                 const: bool = False, tensor=None, bits: bool = False):
         self.space = space
         self.base = base
         self.itemsize = itemsize
-        self.elems = elems
+        self.elems = int(elems) if isinstance(elems, np.integer) else elems
         self.role = role
         self.const = const
         self.tensor = tensor
+        self.bits = bits
+        self._span = None
 
     @property
     def shape(self) -> tuple[int, ...]:
         e = self.elems
-        if isinstance(e, (int, np.integer)):
-            return (int(e),)
-        if isinstance(e, Rows):
+        if type(e) is int:
+            return (e,)
+        if type(e) is Rows:
             return (e.count, e.width)
         return e.shape
 
     @property
     def empty(self) -> bool:
-        return 0 in self.shape
+        e = self.elems
+        if type(e) is int:
+            return e == 0
+        if type(e) is Rows:
+            return e.count == 0 or e.width == 0
+        return e.size == 0
 
     def span(self) -> tuple[int, int]:
         """[lo, hi): the bytes from the first element touched to the end of the last."""
-        e, isz = self.elems, self.itemsize
-        if isinstance(e, (int, np.integer)):
-            return self.base, self.base + int(e) * isz
-        if isinstance(e, Rows):
-            return self.base, self.base + ((e.count - 1) * e.pitch + e.width) * isz
-        return self.base + int(e.min()) * isz, self.base + (int(e.max()) + 1) * isz
+        if self._span is None:
+            e, isz, base = self.elems, self.itemsize, self.base
+            if self.bits:
+                self._span = base, base + -(-e // 8)
+            elif type(e) is int:
+                self._span = base, base + e * isz
+            elif type(e) is Rows:
+                self._span = base, base + ((e.count - 1) * e.pitch + e.width) * isz
+            else:
+                self._span = base + int(e.min()) * isz, base + (int(e.max()) + 1) * isz
+        return self._span
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray]:
         """The exact bytes touched as sorted, disjoint [starts, ends) arrays."""
         e, isz = self.elems, self.itemsize
-        if isinstance(e, Rows) and e.pitch > e.width and e.count > 1:
+        if type(e) is Rows and e.pitch > e.width and e.count > 1:
             starts = self.base + np.arange(e.count, dtype=np.int64) * (e.pitch * isz)
             return starts, starts + e.width * isz
-        if isinstance(e, np.ndarray):
+        if type(e) is np.ndarray:
             offs = np.unique(e)
             cut = np.flatnonzero(np.diff(offs) != 1) + 1
             firsts = offs[np.concatenate(([0], cut))]
@@ -113,28 +126,34 @@ class Access:
 
     def view(self, memory: np.ndarray, origin: int = 0) -> np.ndarray:
         """This operand's bytes in `memory` (a byte array whose index 0 is address `origin`),
-        shaped `shape + (itemsize,)`: a view for counts and rows, a copy for offsets."""
+        shaped `shape + (itemsize,)`: a view for counts and rows, a copy for offsets (for
+        bits: the byte holding each bit)."""
         e, isz = self.elems, self.itemsize
         start = self.base - origin
-        if isinstance(e, (int, np.integer)):
-            return memory[start:start + int(e) * isz].reshape(int(e), isz)
-        step = memory.strides[0]
-        if isinstance(e, Rows):
-            if e.count == 0 or e.width == 0:
-                return memory[:0].reshape(e.count, e.width, isz)
-            end = start + ((e.count - 1) * e.pitch + e.width) * isz
-            return as_strided(memory[start:end], (e.count, e.width, isz),
+        if self.bits:
+            return memory[start + np.arange(e) // 8][:, None]
+        if type(e) is int:
+            return memory[start:start + e * isz].reshape(e, isz)
+        if type(e) is Rows:
+            if e.count <= 1 or e.pitch == e.width:
+                n = e.count * e.width * isz
+                return memory[start:start + n].reshape(e.count, e.width, isz)
+            step = memory.itemsize
+            return np.ndarray((e.count, e.width, isz), memory.dtype, memory, start * step,
                               (e.pitch * isz * step, isz * step, step))
         return memory[start + e[..., None] * isz + np.arange(isz)]
 
     def assign(self, memory: np.ndarray, values, origin: int = 0) -> None:
         """Set this operand's bytes in `memory`: `values` per element (broadcast over its
-        bytes) or one value for all."""
+        bytes) or one value for all (for bits: per byte holding them, the last bit's value)."""
         e, isz = self.elems, self.itemsize
         values = np.asarray(values)
         if values.ndim:
             values = values[..., None]
-        if isinstance(e, np.ndarray):
+        if self.bits:
+            memory[self.base - origin + np.arange(e) // 8] = values[..., 0] \
+                if values.ndim else values
+        elif isinstance(e, np.ndarray):
             memory[self.base - origin + e[..., None] * isz + np.arange(isz)] = values
         else:
             self.view(memory, origin)[...] = values

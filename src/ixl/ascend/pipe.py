@@ -68,9 +68,9 @@ class LocalTensor:
         return LocalTensor(self.core, self.offset, dtype, self.nbytes // dtype.itemsize,
                            self.position, self.slot)
 
-    def access(self, elems, role: str, const: bool = False) -> Access:
+    def access(self, elems, role: str, const: bool = False, bits: bool = False) -> Access:
         """The operand an instruction reports to the core's observers (see observe.Access)."""
-        return Access(Space.UB, self.offset, self.itemsize, elems, role, const)
+        return Access(Space.UB, self.offset, self.itemsize, elems, role, const, bits=bits)
 
     def view(self, count: int | None = None) -> np.ndarray:
         """numpy view of the first `count` elements (all by default), checked against UB."""

@@ -10,7 +10,9 @@ and the debug checks (sanitizer.py) in debug mode.
 from __future__ import annotations
 
 import os
+import random
 import threading
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -24,7 +26,7 @@ from .costs import cost_table
 from .gm import GlobalMemory, GlobalTensor
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
-from .sanitizer import HazardCheck
+from .sanitizer import debug_checks
 from .timeline import Pipe, PipeStats
 
 CHIP_MODEL_VERSION = "0.1.0"
@@ -35,6 +37,27 @@ def host_threads() -> int:
     kernel issues many small numpy calls, and two threads contending for the GIL measured
     slower than one (Add 16M fp16: 2.25x vs 2.0x numpy; Gelu 4096^2: 1.47 s vs 0.85 s)."""
     return max(1, int(os.environ.get("IXL_THREADS", "1")))
+
+
+CORE_ORDERS = ("shuffle", "reverse", "natural")
+
+
+def core_order(kernel: str, n_cores: int, debug: bool) -> list[int]:
+    """The order the cores run in on the host: IXL_CORE_ORDER (shuffle, reverse or natural);
+    by default shuffled in debug mode, seeded by the kernel's name and core count (so a result
+    that depends on which core runs first shows, and shows again on the next run), natural in
+    release mode. Modeled times never depend on it."""
+    raw = os.environ.get("IXL_CORE_ORDER", "")
+    order = raw.strip().lower() or ("shuffle" if debug else "natural")
+    if order not in CORE_ORDERS:
+        raise ValueError(f"IXL_CORE_ORDER={raw!r} is not a core order: use one of "
+                         f"{', '.join(CORE_ORDERS)}")
+    cores = list(range(n_cores))
+    if order == "reverse":
+        cores.reverse()
+    elif order == "shuffle":
+        random.Random(zlib.crc32(f"{kernel}/{n_cores}".encode())).shuffle(cores)
+    return cores
 
 
 @dataclass
@@ -106,9 +129,10 @@ class SimulatedChip:
         costs = cost_table(self.chip.arch)
         recorder = TimelineRecorder() if mode.record else None
         observers = [*self.observers, *([recorder] if recorder else []),
-                     *([HazardCheck()] if mode.debug else [])]
+                     *(debug_checks() if mode.debug else [])]
         cores = [AICore(self.chip, i, mode, active_cores=n_cores, ub=self._ub(i),
-                        observers=tuple(observers)) for i in range(n_cores)]
+                        observers=tuple(observers))
+                 for i in core_order(name, n_cores, mode.debug)]
         info = LaunchInfo(name, block_num, [c.core_id for c in cores], self.chip, mode.debug,
                           {t.root[0]: GmArg(t.name, t.root[0], t.root[1], role)
                            for t, role in args})
@@ -160,7 +184,7 @@ class SimulatedChip:
         if workers > 1:
             with ThreadPoolExecutor(workers) as pool:
                 futures = [pool.submit(run_core, c) for c in cores]
-            for f in futures:          # the lowest failing core reports, as it would first
+            for f in futures:          # the first failing core in run order reports
                 f.result()
         else:
             for c in cores:
@@ -185,7 +209,8 @@ class SimulatedChip:
         reports = [CoreReport(c.core_id, blocks[c.core_id], c.timeline.end, c.timeline.pipe_stats(),
                               c.ub_peak, recorder.slices[c.core_id] if recorder else [],
                               recorder.edges[c.core_id] if recorder else [],
-                              c.timeline.vector_busy, c.timeline.port_busy) for c in cores]
+                              c.timeline.vector_busy, c.timeline.port_busy)
+                   for c in sorted(cores, key=lambda c: c.core_id)]
         record = LaunchRecord(name, block_num, self.chip.clock_mhz, costs.launch_us(n_cores),
                               reports, self.chip)
         for o in observers:

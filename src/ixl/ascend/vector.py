@@ -22,7 +22,6 @@ import ml_dtypes
 import numpy as np
 
 from .errors import AicoreOutOfBound, IllegalInstruction
-from .observe import Rows
 from .pipe import LocalTensor
 from .timeline import Pipe
 
@@ -472,23 +471,23 @@ def _check_compare_count(op: str, src: LocalTensor, count: int) -> None:
 
 
 def _bit_operands(count: int, dst: LocalTensor, srcs) -> tuple[tuple, tuple]:
-    """(reads, writes) of a compare: byte i of the mask from elements 8i..8i+7."""
+    """(reads, writes) of a compare: bit i of the mask from element i of each src."""
     if not count:
         return (), ()
-    return (tuple(t.access(Rows(count // 8, 8, 8), role) for t, role in srcs),
-            (dst.access(count // 8, "dst"),))
+    return (tuple(t.access(count, role) for t, role in srcs),
+            (dst.access(count, "dst", bits=True),))
 
 
 def _select_operands(count: int, dst: LocalTensor, mask: LocalTensor, src0: LocalTensor,
                      src1) -> tuple[tuple, tuple]:
-    """(reads, writes) of a select: element i from bit i % 8 of mask byte i // 8."""
+    """(reads, writes) of a select: element i from bit i of the mask and element i of each
+    src."""
     if not count:
         return (), ()
-    lanes = Rows(count // 8, 8, 8)
-    reads = [mask.access(Rows(count // 8, 1, 1), "mask"), src0.access(lanes, "src0")]
+    reads = [mask.access(count, "mask", bits=True), src0.access(count, "src0")]
     if isinstance(src1, LocalTensor):
-        reads.append(src1.access(lanes, "src1"))
-    return tuple(reads), (dst.access(lanes, "dst"),)
+        reads.append(src1.access(count, "src1"))
+    return tuple(reads), (dst.access(count, "dst"),)
 
 
 def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray, count: int) -> None:
