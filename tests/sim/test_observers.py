@@ -100,3 +100,24 @@ def test_chrome_trace_observer_lays_launches_end_to_end():
     assert any(n.startswith("launch 1 ") for n in names)
     second = [e["ts"] for e in events if e["ph"] == "X" and e["pid"] >= 1000]
     assert second and min(second) >= first_us
+
+
+def test_the_observer_example_in_the_architecture_doc_runs_as_documented():
+    from ixl.ascend.observe import Observer, Space
+
+    class GmTraffic(Observer):
+        """Bytes moved per GM tensor."""
+        def __init__(self):
+            self.moved = Counter()
+
+        def instruction(self, ins):
+            for a in ins.reads + ins.writes:
+                if a.space is Space.GM:
+                    self.moved[a.tensor.name] += ins.nbytes
+
+    dev = ixl.device("910B1")
+    traffic = GmTraffic()
+    dev.backend.attach(traffic)
+    x = dev.tensor(np.ones(1024, np.float16))
+    dev.run("Add", x, x)
+    assert traffic.moved == Counter({'a': 2048, 'b': 2048, 'y': 2048})

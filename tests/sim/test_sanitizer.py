@@ -138,6 +138,34 @@ def test_a_flag_set_before_the_write_does_not_cover_it():
         _run(kernel)
 
 
+def _reuse_scratch(wait_copy_out: bool):
+    """Two tiles through one scratch buffer: V fills it, MTE3 copies it out, V refills it."""
+    def kernel(ctx, x, y, z):
+        t = _buffer(512)
+        for k in range(2):
+            if k and wait_copy_out:
+                asc.set_flag(asc.HardEvent.MTE3_V, 0)
+                asc.wait_flag(asc.HardEvent.MTE3_V, 0)
+            asc.duplicate(t, float(k), 512)
+            asc.set_flag(asc.HardEvent.V_MTE3, 0)
+            asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+            asc.data_copy(z[k * 512], t, 512)
+    return kernel
+
+
+def test_refilling_a_buffer_before_its_copy_out_is_done_is_a_hazard():
+    with pytest.raises(HazardError, match=re.escape(
+            "pipe hazard on core 0: duplicate (VECTOR) writes UB [0x0, 0x400) that data_copy "
+            "(MTE3) reads [0x0, 0x400) earlier in program order, and no sync orders MTE3 before "
+            "VECTOR")):
+        _run(_reuse_scratch(wait_copy_out=False))
+
+
+def test_refilling_it_after_an_mte3_to_v_flag_is_clean():
+    out, _ = _run(_reuse_scratch(wait_copy_out=True))
+    assert (out[:512] == 0).all() and (out[512:] == 1).all()
+
+
 def _chain(barrier):
     """MTE2 -> V -> MTE3 through flags or a barrier: MTE3 is ordered after MTE2 transitively."""
     def kernel(ctx, x, y, z):

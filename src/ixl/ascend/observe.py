@@ -1,7 +1,7 @@
 """What a core tells its observers: each instruction's pipe, modeled times and the memory it
 reads and writes, and each sync edge between its pipes.
 
-The debug checks (`sanitizer.py`), the timeline recorder (`record.py`) and the Chrome trace
+The debug checks (`sanitizer/`), the timeline recorder (`record.py`) and the Chrome trace
 (`ixl.profile.trace`) are all observers; a user can write one and attach it to a chip
 (`SimulatedChip.attach`). With no observer attached a core builds none of these events, so
 release mode pays nothing for them.

@@ -4,7 +4,7 @@ This is the backend the runtime talks to: map and unmap GM, read and write it, l
 over blocks. Kernel time = launch overhead + the slowest core. Each core's Unified Buffer
 persists from launch to launch, as on the chip. Observers (observe.py) hear every instruction
 of every launch: the ones a user attaches, a timeline recorder when a launch asks for a record,
-and the debug checks (sanitizer.py) in debug mode.
+and the debug checks (sanitizer/) in debug mode.
 """
 
 from __future__ import annotations
