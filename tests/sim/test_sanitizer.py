@@ -45,6 +45,12 @@ def _buffer(count=1024, dtype=np.float16, slack=1):
     return b.get(dtype, count * slack)
 
 
+def _flag(event: str) -> None:
+    """set_flag then wait_flag of one event: the pipes on either side are ordered."""
+    asc.set_flag(getattr(asc.HardEvent, event), 0)
+    asc.wait_flag(getattr(asc.HardEvent, event), 0)
+
+
 def _busy_vector(n=40):
     """Vector work on a buffer of its own: long enough that an earlier move has finished in the
     modeled timeline before whatever comes next starts."""
@@ -69,11 +75,9 @@ def _copy_in_then_add(flag: bool):
         asc.data_copy(t, x, 1024)
         _busy_vector()                       # MTE2 is long done in the modeled timeline
         if flag:
-            asc.set_flag(asc.HardEvent.MTE2_V, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+            _flag("MTE2_V")
         asc.add(t, t, t, 1024)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        _flag("V_MTE3")
         asc.data_copy(z, t, 1024)
     return kernel
 
@@ -102,8 +106,7 @@ def test_overwriting_a_buffer_the_vector_unit_read_is_a_hazard():
     def kernel(ctx, x, y, z):
         t = _buffer(slack=2)
         asc.data_copy(t, x, 1024)
-        asc.set_flag(asc.HardEvent.MTE2_V, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+        _flag("MTE2_V")
         asc.exp(t[1024], t, 1024)          # V reads the first half ...
         asc.data_copy(t, y, 1024)          # ... and MTE2 refills it, with no V -> MTE2 flag
 
@@ -144,11 +147,9 @@ def _reuse_scratch(wait_copy_out: bool):
         t = _buffer(512)
         for k in range(2):
             if k and wait_copy_out:
-                asc.set_flag(asc.HardEvent.MTE3_V, 0)
-                asc.wait_flag(asc.HardEvent.MTE3_V, 0)
+                _flag("MTE3_V")
             asc.duplicate(t, float(k), 512)
-            asc.set_flag(asc.HardEvent.V_MTE3, 0)
-            asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+            _flag("V_MTE3")
             asc.data_copy(z[k * 512], t, 512)
     return kernel
 
@@ -179,11 +180,7 @@ def _chain(barrier):
 
 
 def test_order_is_transitive_through_flags():
-    def flags(event):
-        asc.set_flag(getattr(asc.HardEvent, event), 0)
-        asc.wait_flag(getattr(asc.HardEvent, event), 0)
-
-    out, (a, _) = _run(_chain(flags))
+    out, (a, _) = _run(_chain(_flag))
     np.testing.assert_array_equal(out, a + np.float16(1))
 
 
@@ -199,8 +196,7 @@ def _scalar_read(flag: bool):
         t = _buffer(16)
         asc.data_copy_pad(t, x, asc.DataCopyExtParams(1, 2, 0, 0))
         if flag:
-            asc.set_flag(asc.HardEvent.MTE2_S, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_S, 0)
+            _flag("MTE2_S")
         ctx.tiling["value"] = t.get_value(0)
     return kernel
 
@@ -228,12 +224,10 @@ def _read_back(flag: bool):
     def kernel(ctx, x, y, z):
         t, u = _buffer(), _buffer()
         asc.duplicate(t, 2.0, 1024)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        _flag("V_MTE3")
         asc.data_copy(z, t, 1024)
         if flag:
-            asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
-            asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+            _flag("MTE3_MTE2")
         asc.data_copy(u, z, 1024)
     return kernel
 
@@ -299,8 +293,7 @@ def _two_cores(overlap: int):
     def kernel(ctx, x, y, z):
         t = _buffer(512)
         asc.duplicate(t, float(ctx.block_idx), 512)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        _flag("V_MTE3")
         asc.data_copy(z[ctx.block_idx * (512 - overlap)], t, 512)
     return kernel
 
@@ -324,8 +317,7 @@ def test_one_core_reading_what_another_writes_in_the_same_phase_is_a_race():
         t = _buffer(512)
         if ctx.block_idx == 1:
             asc.duplicate(t, 1.0, 512)
-            asc.set_flag(asc.HardEvent.V_MTE3, 0)
-            asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+            _flag("V_MTE3")
             asc.data_copy(z, t, 512)
         else:
             asc.data_copy(t, z[256], 512)        # reads z[256:768], core 1 writes z[:512]
@@ -355,17 +347,14 @@ def _partials(sync: bool):
     def body(core, y, ws):
         t = _buffer(64, np.float32)
         asc.duplicate(t, float(core.block_idx + 1), 64)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        _flag("V_MTE3")
         asc.data_copy(ws[core.block_idx * 8], t, 8)
         if sync:
             yield asc.sync_all()
         if core.block_idx == 0:
-            asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
-            asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+            _flag("MTE3_MTE2")
             asc.data_copy(t, ws, 16)
-            asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+            _flag("MTE2_MTE3")
             asc.data_copy(y, t, 16)
     return body
 
@@ -386,8 +375,7 @@ def _last_writer_wins(ctx, x, y, z):
     """Racy on purpose: every core writes its index over the same 16 elements."""
     t = _buffer(16)
     asc.duplicate(t, float(ctx.block_idx), 16)
-    asc.set_flag(asc.HardEvent.V_MTE3, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    _flag("V_MTE3")
     asc.data_copy(z, t, 16)
 
 
@@ -491,14 +479,12 @@ def _tail(reduce_lanes: int):
     def kernel(ctx, x, y, z):
         t, u, m = _buffer(128), _buffer(128), _buffer(128, np.uint8)
         asc.data_copy_pad(t, x, asc.DataCopyExtParams(1, 200, 0, 0))
-        asc.set_flag(asc.HardEvent.MTE2_V, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+        _flag("MTE2_V")
         asc.muls(u, t, 2.0, 128)                       # lanes 104..127 from unwritten bytes
         asc.compare_scalar(m, u, 0.0, asc.CmpMode.GE, 128)
         asc.select(u, m, u, t, 128)
         asc.whole_reduce_sum(t, u, reduce_lanes, 1)    # the sum into t[0]
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        _flag("V_MTE3")
         asc.data_copy_pad(z, t, asc.DataCopyExtParams(1, 2, 0, 0))
     return kernel
 
@@ -524,14 +510,11 @@ def _missing_partial(written: int):
     def body(core, y, ws):
         t = _buffer(64, np.float32)
         asc.duplicate(t, 1.0, 64)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        _flag("V_MTE3")
         asc.data_copy(ws, t, written)
-        asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
-        asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+        _flag("MTE3_MTE2")
         asc.data_copy(t, ws, 16)
-        asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+        _flag("MTE2_MTE3")
         asc.data_copy(y, t, 16)
     return body
 
@@ -570,8 +553,7 @@ def test_release_mode_ub_keeps_the_previous_launch_bytes():
 def _scratch_in_input(ctx, x, y, z):
     t = _buffer()
     asc.data_copy(t, x, 1024)
-    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
-    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    _flag("MTE2_MTE3")
     asc.data_copy(y, t, 1024)                 # uses input b as scratch
     asc.data_copy(z, t, 1024)
 
