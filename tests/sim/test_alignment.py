@@ -52,7 +52,8 @@ def _bind(core, roles, name, shift=None):
     return bound
 
 
-@pytest.mark.parametrize("name, roles, call", FORMS, ids=[f"{f[0]}-{i}" for i, f in enumerate(FORMS)])
+@pytest.mark.parametrize("name, roles, call", FORMS,
+                         ids=[f"{f[0]}-{i}" for i, f in enumerate(FORMS)])
 def test_each_operand_of_each_form_must_be_32_byte_aligned(core, name, roles, call):
     call(_bind(core, roles, name))                    # the clean twin runs
     for role in roles:
