@@ -72,6 +72,37 @@ ENTRIES = [
           "an environment variable (IXL_LOG, IXL_THREADS, IXL_DEBUG, IXL_TUNING_CACHE) or a "
           "Python argument",
           "the message names the culprit and what is allowed; `ixl <command> --help`"),
+    Entry("pipe hazard",
+          "two pipes touch the same bytes (UB, or GM read back by the core that wrote it), one "
+          "of them writing, and no sync orders them: the pipes run in parallel, so the result "
+          "depends on timing even when the modeled times happen not to overlap; dispatch "
+          "order alone orders nothing between two pipes",
+          "the flag between the two instructions the error names: enque/deque for a queue's "
+          "data, set_flag/wait_flag with the event it suggests (MTE2_V before a vector read, "
+          "V_MTE3 before a copy-out, MTE2_S before get_value, MTE3_MTE2 before reading GM "
+          "back), or pipe_barrier(ALL)"),
+    Entry("use after free",
+          "a tensor used after free_tensor gave its buffer back: the queue's next alloc_tensor "
+          "may refill it while the late instruction still reads or writes it",
+          "move free_tensor after the tensor's last use (the copy-out, for an output queue)"),
+    Entry("cross-core race",
+          "two cores write the same GM bytes, or one reads bytes another writes, with no "
+          "SyncAll between them: the result depends on which core the chip runs first (debug "
+          "mode runs the cores in a shuffled order; IXL_CORE_ORDER=natural|reverse|shuffle)",
+          "each core's GM window (offset and count from block_idx); a workspace slot per core; "
+          "`yield asc.sync_all()` between writing partials and reading them back"),
+    Entry("uninitialised read",
+          "a value computed from bytes nothing wrote in this launch (stale UB, a workspace or "
+          "output byte never written) reaches GM or the scalar unit; the message names the "
+          "instruction that first read the unwritten bytes",
+          "copy-in lengths and tails (data_copy_pad pads to 32 bytes, not to a whole repeat), "
+          "masks and counts of reductions, duplicate/fill of pad lanes, every workspace slot "
+          "written before it is read"),
+    Entry("input written",
+          "a kernel writes into one of its inputs (used as scratch): the caller's tensor "
+          "changes",
+          "write into an output or the workspace; an op that really updates an input declares "
+          "it in its KernelEntry (inplace=(index,))"),
 ]
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from ixl.ascend import lang as asc
-from ixl.ascend.errors import (AicoreOutOfBound, HazardError, IllegalInstruction, KernelTimeout,
-                               ResourceLimit, TruncatedCopy, UbOverflow)
+from ixl.ascend.errors import (AicoreOutOfBound, IllegalInstruction, KernelTimeout, ResourceLimit,
+                               TruncatedCopy, UbOverflow)
 from tests.conftest import device_with_kernel, random_pair
 
 
@@ -91,21 +91,11 @@ def test_truncated_copy_silently_drops_the_tail_in_release_mode():
     assert (got[:16] == 7).all() and (got[16:] == 0).all()
 
 
-def test_never_written_local_buffer_reads_as_nan_in_debug_mode():
-    def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        qi = asc.TQue(asc.TPosition.VECIN)
-        qo = asc.TQue(asc.TPosition.VECOUT)
-        pipe.init_buffer(qi, 1, 2048)
-        pipe.init_buffer(qo, 1, 2048)
-        a = qi.alloc_tensor(np.float16)   # never copied in
-        o = qo.alloc_tensor(np.float16)
-        asc.add(o, a, a, 1024)
-        qo.enque(o)
-        asc.data_copy(z, qo.deque(), 1024)
-
-    dev, out, _ = _run(kernel)
-    assert np.isnan(out.numpy()).all()
+def test_debug_mode_fills_a_fresh_buffer_with_nan(core):
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN)
+    pipe.init_buffer(q, 1, 2048)
+    assert np.isnan(q.alloc_tensor(np.float16).numpy()).all()
 
 
 def test_wait_without_set_times_out():
@@ -183,54 +173,4 @@ def test_bfloat16_arithmetic_is_refused_by_the_vector_unit():
         asc.add(t, t, t, 64)
 
     with pytest.raises(IllegalInstruction, match=r"add does not support bfloat16.*cast to float32"):
-        _run(kernel)
-
-
-def test_reading_a_buffer_mte2_is_still_filling_is_a_hazard_in_debug_mode():
-    def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        b = asc.TBuf()
-        pipe.init_buffer(b, 4096)
-        t = b.get(np.float16, 1024)
-        asc.data_copy(t, x, 1024)          # MTE2 fills t ...
-        asc.add(t, t, t, 1024)             # ... and V reads it with no flag in between
-
-    with pytest.raises(HazardError, match=r"pipe hazard on core 0: add \(VECTOR\) reads UB "
-                                          r"\[0x0, 0x800\) from cycle .* while data_copy \(MTE2\) "
-                                          r"writes \[0x0, 0x800\)"):
-        _run(kernel)
-
-
-def test_the_same_kernel_with_a_flag_is_clean():
-    def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        b = asc.TBuf()
-        pipe.init_buffer(b, 4096)
-        t = b.get(np.float16, 1024)
-        asc.data_copy(t, x, 1024)
-        asc.set_flag(asc.HardEvent.MTE2_V, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
-        asc.add(t, t, t, 1024)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
-        asc.data_copy(z, t, 1024)
-
-    dev, out, (a, b) = _run(kernel)
-    np.testing.assert_array_equal(out.numpy(), a + a)
-
-
-def test_overwriting_a_buffer_the_vector_unit_still_reads_is_a_hazard():
-    def kernel(ctx, x, y, z):
-        pipe = asc.TPipe()
-        b = asc.TBuf()
-        pipe.init_buffer(b, 8192)
-        t = b.get(np.float16, 2048)
-        asc.data_copy(t, x, 1024)
-        asc.set_flag(asc.HardEvent.MTE2_V, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
-        asc.exp(t[1024], t, 1024)          # V reads the first half for a while ...
-        asc.data_copy(t, y, 1024)          # ... while MTE2 already refills it
-
-    with pytest.raises(HazardError, match=r"data_copy \(MTE2\) writes UB \[0x0, 0x800\).*"
-                                          r"exp \(VECTOR\) reads"):
         _run(kernel)

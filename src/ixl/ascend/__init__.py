@@ -5,13 +5,15 @@
 
 from .chips import CHIPS, ChipSpec, UnknownChipError, get_chip
 from .core import AICore, Mode
-from .errors import (AicoreOutOfBound, ChipError, HazardError, IllegalInstruction,
-                     KernelTimeout, ResourceLimit, TruncatedCopy, UbOverflow)
+from .errors import (AicoreOutOfBound, ChipError, CrossCoreRace, HazardError, IllegalInstruction,
+                     InputWritten, KernelTimeout, ResourceLimit, TruncatedCopy, UbOverflow,
+                     UninitialisedRead, UseAfterFree)
 from .simulator import CHIP_MODEL_VERSION, LaunchRecord, SimulatedChip
 
 __all__ = [
     "CHIPS", "ChipSpec", "UnknownChipError", "get_chip", "AICore", "Mode", "AicoreOutOfBound",
-    "ChipError", "HazardError", "IllegalInstruction", "KernelTimeout",
-    "ResourceLimit", "TruncatedCopy", "UbOverflow", "CHIP_MODEL_VERSION", "LaunchRecord",
+    "ChipError", "CrossCoreRace", "HazardError", "IllegalInstruction", "InputWritten",
+    "KernelTimeout", "ResourceLimit", "TruncatedCopy", "UbOverflow", "UninitialisedRead",
+    "UseAfterFree", "CHIP_MODEL_VERSION", "LaunchRecord",
     "SimulatedChip",
 ]

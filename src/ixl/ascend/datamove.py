@@ -14,6 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .errors import IllegalInstruction, TruncatedCopy
 from .gm import GlobalTensor
+from .observe import Access, Rows, Space
 from .pipe import LocalTensor
 from .timeline import Pipe
 
@@ -64,17 +65,21 @@ def _rows(buf: np.ndarray, start: int, count: int, width: int, pitch: int) -> np
 
 
 def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, width: int,
-          ub_pitch: int, gm_pitch: int, what: str, ub_lead: int = 0) -> np.ndarray | None:
+          ub_pitch: int, gm_pitch: int, what: str, ub_lead: int = 0,
+          ub_block: int = 0) -> np.ndarray | None:
     """Check both sides, copy `count` blocks of `width` bytes, and time the move.
 
-    Each UB block starts `ub_lead` bytes into its row. Returns the UB rows (None when nothing
-    moved) so that DataCopyPad can fill its padding.
+    Each UB block starts `ub_lead` bytes into its row and, on the way in, is padded to
+    `ub_block` bytes. Returns the UB rows (None when nothing moved) so that DataCopyPad can
+    fill its padding.
     """
     core = local.core
-    core.check_ub_aligned(local.offset, what)
+    core.check_ub_aligned(local.offset, f"{what} {'dst' if inbound else 'src'}")
     pipe = Pipe.MTE2 if inbound else Pipe.MTE3
     if count == 0 or width == 0:
         core.issue(pipe, what, 0)   # a NOP, but it still passes through the pipe
+        if core.observers:
+            core.observe(pipe, what, (), ())
         return None
     gm_bytes = gm.region(0, (count - 1) * gm_pitch + width, core.core_id,
                          "reads" if inbound else "writes", strict=core.mode.debug)
@@ -97,8 +102,31 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
     grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
     core.transfer(pipe, what, core.costs.mte_transfer(count * width, count, aligned, core.mte_rate),
-                  count * width, local.offset, local.offset + (count - 1) * ub_pitch + ub_lead + width)
+                  count * width)
+    if core.observers:
+        _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pitch, ub_lead,
+                 ub_block)
     return rows
+
+
+def _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pitch, ub_lead,
+             ub_block) -> None:
+    """Report a move's GM rows and UB rows (and, into UB, the padding it writes)."""
+    gm_rows = gm.access(0, Rows(count, width, gm_pitch), "src" if inbound else "dst")
+    ub_rows = Access(Space.UB, local.offset + ub_lead, 1, Rows(count, width, ub_pitch),
+                     "dst" if inbound else "src")
+    if not inbound:
+        core.observe(pipe, what, (ub_rows,), (gm_rows,), count * width)
+        return
+    pads = []
+    if ub_lead:
+        pads.append(Access(Space.UB, local.offset, 1, Rows(count, ub_lead, ub_pitch), "pad",
+                           const=True))
+    right = ub_block - ub_lead - width
+    if right > 0:
+        pads.append(Access(Space.UB, local.offset + ub_lead + width, 1,
+                           Rows(count, right, ub_pitch), "pad", const=True))
+    core.observe(pipe, what, (gm_rows,), (ub_rows, *pads), count * width)
 
 
 def data_copy(dst, src, count_or_params) -> None:
@@ -153,7 +181,8 @@ def data_copy_pad(dst, src, params: DataCopyExtParams,
                       else (params.src_stride, params.dst_stride))
     ub_pitch = ub_block + ub_gap * blk
     ub = _move(local, gm, inbound, count=params.block_count, width=width, ub_pitch=ub_pitch,
-               gm_pitch=width + gm_gap, what="data_copy_pad", ub_lead=left if inbound else 0)
+               gm_pitch=width + gm_gap, what="data_copy_pad", ub_lead=left if inbound else 0,
+               ub_block=ub_block)
     if ub is None or not inbound or ub_block == width:
         return
     # Into UB: fill the padding around each block with the pad value or the block's first element.

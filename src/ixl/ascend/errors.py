@@ -48,6 +48,32 @@ class KernelTimeout(ChipError):
 
 
 class HazardError(ChipError):
-    """Debug mode: a pipe read data another pipe had not finished writing (missing sync)."""
+    """Debug mode: two pipes touch the same bytes, one writing, and no sync orders them."""
 
-    symptom = "large numeric deviation"
+    symptom = "pipe hazard"
+
+
+class UseAfterFree(HazardError):
+    """Debug mode: a tensor used after free_tensor gave its buffer back to the queue."""
+
+    symptom = "use after free"
+
+
+class CrossCoreRace(ChipError):
+    """Debug mode: two cores write the same GM bytes, or one reads what another writes, with
+    no SyncAll between them."""
+
+    symptom = "cross-core race"
+
+
+class UninitialisedRead(ChipError):
+    """Debug mode: a value made from bytes nothing wrote in this launch reaches GM or the
+    scalar unit."""
+
+    symptom = "uninitialised read"
+
+
+class InputWritten(ChipError):
+    """Debug mode: a kernel writes into an input the op does not declare in-place."""
+
+    symptom = "input written"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import AicoreOutOfBound
+from .observe import Access, Rows, Space
 
 
 @dataclass
@@ -128,6 +129,10 @@ class GlobalTensor:
             return self.gm.bytes(start, nbytes)     # raises: the tensor is not (all) mapped
         off = start - seg.addr
         return seg.data[off:off + nbytes]
+
+    def access(self, byte_offset: int, rows: Rows, role: str) -> Access:
+        """The bytes a move touches (rows of bytes from `byte_offset`), as observers see them."""
+        return Access(Space.GM, self.addr + byte_offset, 1, rows, role, tensor=self)
 
     def numpy(self) -> np.ndarray:
         return self.gm.bytes(self.addr, self.nbytes).view(self.dtype)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .core import AICore, current_core
 from .errors import IllegalInstruction, ResourceLimit, UbOverflow
+from .observe import Access, Space, SyncKind
 from .timeline import Pipe
 
 
@@ -67,6 +68,10 @@ class LocalTensor:
         return LocalTensor(self.core, self.offset, dtype, self.nbytes // dtype.itemsize,
                            self.position, self.slot)
 
+    def access(self, elems, role: str, const: bool = False, bits: bool = False) -> Access:
+        """The operand an instruction reports to the core's observers (see observe.Access)."""
+        return Access(Space.UB, self.offset, self.itemsize, elems, role, const, bits=bits)
+
     def view(self, count: int | None = None) -> np.ndarray:
         """numpy view of the first `count` elements (all by default), checked against UB."""
         n = self.count if count is None else count
@@ -80,7 +85,10 @@ class LocalTensor:
         flag to PIPE_S, e.g. MTE2_S, as on the chip)."""
         if not 0 <= index < self.count:
             raise IllegalInstruction(f"get_value({index}) outside the {self.count} elements")
-        self.core.timeline.issue(Pipe.S, "get_value", self.core.costs.scalar_issue_cycles)
+        core = self.core
+        core.issue(Pipe.S, "get_value", core.costs.scalar_issue_cycles)
+        if core.observers:
+            core.observe(Pipe.S, "get_value", (self[index].access(1, "src"),), ())
         return self.view(index + 1)[index].item()
 
     def __repr__(self) -> str:
@@ -134,6 +142,8 @@ class TQue:
             dtype = np.dtype(dtype)
         if core.mode.debug:
             core.fill_fresh(slot.offset, slot.nbytes, dtype)
+        if core.observers:
+            core.buffer_event(SyncKind.ALLOC, "alloc_tensor", self._buffer(slot))
         return LocalTensor(core, slot.offset, dtype, slot.nbytes // dtype.itemsize,
                            self.position, slot)
 
@@ -145,7 +155,7 @@ class TQue:
         self._check_own(tensor, "enque")
         producer, consumer = self.pipes
         if producer is not consumer:
-            self.core.timeline.set_flag(producer, consumer, tensor.slot.event_id)
+            self.core.set_flag(producer, consumer, tensor.slot.event_id, "enque")
         self._queue.append(tensor)
 
     def deque(self) -> LocalTensor:
@@ -156,8 +166,7 @@ class TQue:
         tensor = self._queue.popleft()
         producer, consumer = self.pipes
         if producer is not consumer:
-            self.core.timeline.wait_flag(producer, consumer, tensor.slot.event_id,
-                                         self.core.core_id)
+            self.core.wait_flag(producer, consumer, tensor.slot.event_id, "deque")
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
@@ -169,13 +178,18 @@ class TQue:
         producer, consumer = self.pipes
         if producer is not consumer:
             slot.release_pending = True
-            self.core.timeline.set_flag(consumer, producer, slot.event_id)
+            self.core.set_flag(consumer, producer, slot.event_id, "free_tensor")
+        if self.core.observers:
+            self.core.buffer_event(SyncKind.FREE, "free_tensor", self._buffer(slot))
+
+    def _buffer(self, slot: _Slot) -> Access:
+        return Access(Space.UB, slot.offset, 1, slot.nbytes, self.position.value)
 
     def _wait_release(self, slot: _Slot) -> None:
         if slot.release_pending:
             slot.release_pending = False
             producer, consumer = self.pipes
-            self.core.timeline.wait_flag(consumer, producer, slot.event_id, self.core.core_id)
+            self.core.wait_flag(consumer, producer, slot.event_id, "alloc_tensor")
 
     def destroy(self) -> None:
         """What TPipe's destructor does: wait for every buffer's last release."""

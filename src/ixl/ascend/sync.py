@@ -35,19 +35,19 @@ def set_flag(event: HardEvent, event_id: int = 0) -> None:
     core = current_core()
     _check_id(core, event_id)
     src, dst = event.value
-    core.timeline.set_flag(src, dst, event_id)
+    core.set_flag(src, dst, event_id)
 
 
 def wait_flag(event: HardEvent, event_id: int = 0) -> None:
     core = current_core()
     _check_id(core, event_id)
     src, dst = event.value
-    core.timeline.wait_flag(src, dst, event_id, core.core_id)
+    core.wait_flag(src, dst, event_id)
 
 
 def pipe_barrier(pipe: Pipe | None = None) -> None:
     """PipeBarrier<PIPE_X>(); `None` is PIPE_ALL."""
-    current_core().timeline.barrier(pipe)
+    current_core().barrier(pipe)
 
 
 def _check_id(core, event_id: int) -> None:

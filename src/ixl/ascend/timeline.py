@@ -3,7 +3,8 @@
 The scalar unit dispatches instructions in program order into per-pipe queues; each pipe runs
 its queue in order, the pipes run in parallel. Only flags (and the queue/buffer operations built
 on them) and barriers order one pipe after another, as on the chip. Times are in core cycles and
-computed as instructions are dispatched, so nothing is stored unless a recorder asks for it.
+computed as instructions are dispatched and nothing is stored per instruction: a recorder is an
+observer of the core (record.py).
 """
 
 from __future__ import annotations
@@ -33,28 +34,6 @@ class Pipe(enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True)
-class Slice:
-    """One instruction on one pipe (kept only when a recorder is attached)."""
-
-    pipe: Pipe
-    name: str
-    start: float
-    end: float
-    nbytes: int = 0
-
-
-@dataclass(frozen=True)
-class FlagEdge:
-    """A set_flag/wait_flag pair (or enque/deque built on one), for trace flow arrows."""
-
-    event: str
-    set_pipe: Pipe
-    set_time: float
-    wait_pipe: Pipe
-    wait_time: float
-
-
 @dataclass
 class PipeStats:
     busy: float = 0.0
@@ -75,13 +54,11 @@ class Timeline:
     scalar_issue: float
     flag_latency: float
     queue_depth: int
-    record: bool = False
     scalar: float = 0.0
+    issued: float = 0.0               # when the scalar unit began dispatching the latest one
     dispatches: int = 0
     free: dict = field(default_factory=lambda: defaultdict(float))
     stats: dict = field(default_factory=lambda: defaultdict(PipeStats))
-    slices: list = field(default_factory=list)
-    edges: list = field(default_factory=list)
     _flags: dict = field(default_factory=lambda: defaultdict(deque))
     _starts: dict = field(default_factory=dict)
     # Busy intervals of the vector pipe and of the GM port (each sorted, touching ones merged):
@@ -92,11 +69,7 @@ class Timeline:
 
     def _dispatch(self, pipe: Pipe) -> float:
         """The scalar unit issues one instruction to `pipe`; returns when that pipe can start it."""
-        if self.record:
-            self._scalar_step()
-        else:
-            self.scalar += self.scalar_issue
-            self.dispatches += 1
+        self._scalar_step()
         starts = self._starts.get(pipe)
         if starts is None:
             starts = self._starts[pipe] = deque(maxlen=self.queue_depth)
@@ -114,8 +87,6 @@ class Timeline:
         st.busy += busy
         st.count += 1
         st.nbytes += nbytes
-        if self.record:
-            self.slices.append(Slice(pipe, name, start, end, nbytes))
         return end
 
     def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
@@ -134,11 +105,9 @@ class Timeline:
         return self._finish(pipe, name, start, end, end - start, nbytes)
 
     def _scalar_step(self) -> None:
-        start = self.scalar
-        self.scalar = start + self.scalar_issue
+        self.issued = self.scalar
+        self.scalar += self.scalar_issue
         self.dispatches += 1
-        if self.record:
-            self.slices.append(Slice(Pipe.S, "dispatch", start, self.scalar))
 
     def pipe_stats(self) -> dict:
         """Per-pipe busy cycles, instruction counts and bytes (SCALAR: its dispatches)."""
@@ -146,12 +115,15 @@ class Timeline:
         out[Pipe.S] = PipeStats(self.dispatches * self.scalar_issue, self.dispatches, 0)
         return out
 
-    def set_flag(self, src: Pipe, dst: Pipe, event_id: int) -> None:
+    def set_flag(self, src: Pipe, dst: Pipe, event_id: int) -> float:
+        """Returns when the flag fires."""
         self._scalar_step()
         when = max(self.scalar, self.free[src])
         self._flags[(src, dst, event_id)].append(when)
+        return when
 
-    def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, core_id: int) -> None:
+    def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, core_id: int) -> tuple[float, float]:
+        """Returns when the flag fired and when the waiting pipe resumes."""
         self._scalar_step()
         pending = self._flags.get((src, dst, event_id))
         if not pending:
@@ -165,9 +137,7 @@ class Timeline:
         else:
             self.free[dst] = max(self.free[dst], when)
             resumed = self.free[dst]
-        if self.record:
-            self.edges.append(FlagEdge(f"{src.name}_{dst.name}:{event_id}", src,
-                                       when - self.flag_latency, dst, resumed))
+        return when - self.flag_latency, resumed
 
     def barrier(self, pipe: Pipe | None) -> None:
         """PipeBarrier<pipe>; None means PIPE_ALL, which also holds the scalar unit."""

@@ -71,6 +71,13 @@ def _check_dtype(op: str, tensor: LocalTensor, allowed: frozenset) -> None:
             f"(supported: {names}){hint}")
 
 
+def _check_aligned(op: str, *operands) -> None:
+    """Every operand, (tensor, role), of a vector instruction starts on a 32-byte UB boundary
+    ([S2201]): the chip faults on any other address, whatever the form or the count."""
+    for t, role in operands:
+        t.core.check_ub_aligned(t.offset, f"{op} {role}")
+
+
 def _check_extent(op: str, tensor: LocalTensor, last: int, role: str) -> None:
     """Element index `last` (exclusive end) must stay in UB, and in debug mode in the tensor."""
     core = tensor.core
@@ -141,19 +148,22 @@ def _strided(op, operands, mask, repeat, pipe_name=None):
     return result, lanes
 
 
-def _span(t: LocalTensor, count: int) -> tuple[int, int]:
-    """The UB bytes an instruction touches in `t` (its first `count` elements)."""
-    return (t.offset, t.offset + count * t.itemsize)
-
-
-def _spans(idx, srcs, dsts) -> tuple[tuple, tuple]:
-    """(reads, writes) byte ranges of a strided instruction; idx lists dsts' then srcs' index
-    arrays, as `_strided` returns them (None when nothing ran)."""
+def _strided_operands(operands, idx) -> tuple[tuple, tuple]:
+    """(reads, writes) of a strided instruction for its observers: `operands` as given to
+    `_strided`, `idx` what it returned (None when nothing ran)."""
     if idx is None:
         return (), ()
-    ranges = [(t.offset, t.offset + (int(i.max()) + 1) * t.itemsize)
-              for t, i in zip((*dsts, *srcs), idx)]
-    return tuple(ranges[len(dsts):]), tuple(ranges[:len(dsts)])
+    reads = tuple(t.access(i, role) for (t, _, _, role), i in zip(operands, idx) if role != "dst")
+    dst = operands[0][0].access(idx[0], "dst", const=not reads)
+    return reads, (dst,)
+
+
+def _count_operands(count: int, dst: LocalTensor, srcs) -> tuple[tuple, tuple]:
+    """(reads, writes) of a count-form instruction: the first `count` elements of each."""
+    if not count:
+        return (), ()
+    return (tuple(t.access(count, role) for t, role in srcs),
+            (dst.access(count, "dst", const=not srcs),))
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -167,6 +177,7 @@ def _binary(op: str, fn, allowed=_ARITH):
               repeat_times: int | None = None, params: BinaryRepeatParams | None = None):
         for t in (dst, src0, src1):
             _check_dtype(op, t, allowed)
+        _check_aligned(op, (dst, "dst"), (src0, "src0"), (src1, "src1"))
         core = dst.core
         if repeat_times is None:
             count = int(count_or_mask)
@@ -180,20 +191,23 @@ def _binary(op: str, fn, allowed=_ARITH):
                 cd = None if dst.dtype == F16 == src0.dtype == src1.dtype else _compute_dtype(dst.dtype)
                 fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
                    casting="unsafe")
-            core.issue_count(Pipe.V, op, core.costs.vector(op, dst.itemsize, count), count,
-                             (src0, src1), (dst,))
+            core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count))
+            if core.observers:
+                core.observe(Pipe.V, op, *_count_operands(count, dst, ((src0, "src0"),
+                                                                      (src1, "src1"))))
             return
         p = params or BinaryRepeatParams()
-        idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
-                                   (src0, p.src0_blk_stride, p.src0_rep_stride, "src0"),
-                                   (src1, p.src1_blk_stride, p.src1_rep_stride, "src1")],
-                              count_or_mask, repeat_times)
+        operands = [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
+                    (src0, p.src0_blk_stride, p.src0_rep_stride, "src0"),
+                    (src1, p.src1_blk_stride, p.src1_rep_stride, "src1")]
+        idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
         if idx is not None and not core.mode.timing_only:
             d, a, b = idx
             res = fn(src0.view()[a], src1.view()[b], dtype=_compute_dtype(dst.dtype))
             dst.view()[d] = res
-        core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes),
-                   *_spans(idx, (src0, src1), (dst,)))
+        core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes))
+        if core.observers:
+            core.observe(Pipe.V, op, *_strided_operands(operands, idx))
     instr.__name__ = op
     instr.__doc__ = f"{op}(dst, src0, src1, count) or {op}(dst, src0, src1, mask, repeat_times, params)"
     return instr
@@ -212,7 +226,11 @@ def _unary(op: str, fn, allowed=_FLOAT):
     return instr
 
 
-def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute):
+def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
+                 reads_src: bool = True):
+    """dst = compute(src) in count or mask/repeat form; `reads_src` is False for an
+    instruction that only writes (duplicate passes dst as a stand-in src)."""
+    _check_aligned(op, (dst, "dst"), *(((src, "src"),) if reads_src else ()))
     core = dst.core
     cost_size = builtins.max(dst.itemsize, src.itemsize)
     if repeat_times is None:
@@ -223,18 +241,22 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute):
         _check_extent(op, src, count, "src")
         if count and not core.mode.timing_only:
             dst.view(count)[...] = compute(src.view(count))
-        core.issue_count(Pipe.V, op, core.costs.vector(op, cost_size, count), count,
-                         (src,), (dst,))
+        core.issue(Pipe.V, op, core.costs.vector(op, cost_size, count))
+        if core.observers:
+            core.observe(Pipe.V, op,
+                         *_count_operands(count, dst, ((src, "src"),) if reads_src else ()))
         return
     p = params or UnaryRepeatParams()
-    idx, lanes = _strided(op, [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
-                               (src, p.src_blk_stride, p.src_rep_stride, "src")],
-                          count_or_mask, repeat_times)
+    operands = [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
+                (src, p.src_blk_stride, p.src_rep_stride, "src")]
+    idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
     if idx is not None and not core.mode.timing_only:
         d, s = idx
         dst.view()[d] = compute(src.view()[s])
-    core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes),
-               *_spans(idx, (src,), (dst,)))
+    core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes))
+    if core.observers:
+        used = operands if reads_src else operands[:1]
+        core.observe(Pipe.V, op, *_strided_operands(used, idx))
 
 
 def _scalar_op(op: str, fn, allowed=_ARITH):
@@ -301,7 +323,7 @@ def duplicate(dst: LocalTensor, scalar, count_or_mask, repeat_times: int | None 
     value = dst.dtype.type(scalar)
     params = UnaryRepeatParams(dst_blk_stride, 1, dst_rep_stride, 0)
     _apply_unary("duplicate", dst, dst, count_or_mask, repeat_times, params,
-                 lambda x: np.full(x.shape, value, dst.dtype))
+                 lambda x: np.full(x.shape, value, dst.dtype), reads_src=False)
 
 
 # ---------------------------------------------------------------- cast
@@ -397,6 +419,7 @@ def _whole_reduce(op: str, fn):
               dst_rep_stride: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8) -> None:
         _check_dtype(op, dst, _FLOAT)
         _check_dtype(op, src, _FLOAT)
+        _check_aligned(op, (dst, "dst"), (src, "src"))
         core = dst.core
         idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask, repeat_times)
         if idx is not None:
@@ -405,10 +428,12 @@ def _whole_reduce(op: str, fn):
             if not core.mode.timing_only:
                 vals = src.view()[idx[0]].astype(np.float32)
                 dst.view()[out] = fn(vals, axis=1)
-        reads, _ = _spans(idx, (src,), ())
-        writes = (_span(dst, repeat_times * dst_rep_stride),) if idx is not None else ()
-        core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes),
-                   reads, writes)
+        core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes))
+        if core.observers:
+            ops = ((), ()) if idx is None else (
+                (src.access(idx[0], "src"),),
+                (dst.access(np.arange(repeat_times) * dst_rep_stride, "dst"),))
+            core.observe(Pipe.V, op, *ops)
     instr.__name__ = op
     instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
                      f"src_rep_stride): one result per repeat (Ascend C's WholeReduce, now "
@@ -445,6 +470,26 @@ def _check_compare_count(op: str, src: LocalTensor, count: int) -> None:
             f"(whole repeats); pad the tile")
 
 
+def _bit_operands(count: int, dst: LocalTensor, srcs) -> tuple[tuple, tuple]:
+    """(reads, writes) of a compare: bit i of the mask from element i of each src."""
+    if not count:
+        return (), ()
+    return (tuple(t.access(count, role) for t, role in srcs),
+            (dst.access(count, "dst", bits=True),))
+
+
+def _select_operands(count: int, dst: LocalTensor, mask: LocalTensor, src0: LocalTensor,
+                     src1) -> tuple[tuple, tuple]:
+    """(reads, writes) of a select: element i from bit i of the mask and element i of each
+    src."""
+    if not count:
+        return (), ()
+    reads = [mask.access(count, "mask", bits=True), src0.access(count, "src0")]
+    if isinstance(src1, LocalTensor):
+        reads.append(src1.access(count, "src1"))
+    return tuple(reads), (dst.access(count, "dst"),)
+
+
 def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray, count: int) -> None:
     _check_dtype(op, dst, _MASK)
     _check_extent(op, dst, count // 8, "dst")
@@ -457,26 +502,31 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
     """Compare(dst, src0, src1, cmpMode, count): one bit per element (LSB first) into dst."""
     _check_dtype("compare", src0, _FLOAT)
     _check_dtype("compare", src1, _FLOAT)
+    _check_aligned("compare", (dst, "dst"), (src0, "src0"), (src1, "src1"))
     _check_compare_count("compare", src0, count)
     _check_extent("compare", src0, count, "src0")
     _check_extent("compare", src1, count, "src1")
     core = dst.core
     bits = None if core.mode.timing_only else _CMP[mode](src0.view(count), src1.view(count))
     _write_bits("compare", dst, bits, count)
-    core.issue(Pipe.V, "compare", core.costs.vector("compare", src0.itemsize, count),
-               (_span(src0, count), _span(src1, count)), (_span(dst, count // 8),))
+    core.issue(Pipe.V, "compare", core.costs.vector("compare", src0.itemsize, count))
+    if core.observers:
+        core.observe(Pipe.V, "compare", *_bit_operands(count, dst, ((src0, "src0"),
+                                                                   (src1, "src1"))))
 
 
 def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, count: int) -> None:
     """CompareScalar(dst, src, scalar, cmpMode, count)."""
     _check_dtype("compare", src, _FLOAT)
+    _check_aligned("compare_scalar", (dst, "dst"), (src, "src"))
     _check_compare_count("compare_scalar", src, count)
     _check_extent("compare_scalar", src, count, "src")
     core = dst.core
     bits = None if core.mode.timing_only else _CMP[mode](src.view(count), src.dtype.type(scalar))
     _write_bits("compare_scalar", dst, bits, count)
-    core.issue(Pipe.V, "compare", core.costs.vector("compare", src.itemsize, count),
-               (_span(src, count),), (_span(dst, count // 8),))
+    core.issue(Pipe.V, "compare_scalar", core.costs.vector("compare", src.itemsize, count))
+    if core.observers:
+        core.observe(Pipe.V, "compare_scalar", *_bit_operands(count, dst, ((src, "src"),)))
 
 
 def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: int) -> None:
@@ -485,6 +535,8 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: 
     _check_dtype("select", mask, _MASK)
     for t in (dst, src0) + ((src1,) if isinstance(src1, LocalTensor) else ()):
         _check_dtype("select", t, _FLOAT)
+    _check_aligned("select", (dst, "dst"), (mask, "mask"), (src0, "src0"),
+                   *(((src1, "src1"),) if isinstance(src1, LocalTensor) else ()))
     _check_compare_count("select", dst, count)
     for t, role in ((dst, "dst"), (src0, "src0")):
         _check_extent("select", t, count, role)
@@ -494,11 +546,9 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: 
         bits = np.unpackbits(mask.view(count // 8), bitorder="little").astype(bool)
         other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
         dst.view(count)[...] = np.where(bits, src0.view(count), other)
-    reads = [_span(mask, count // 8), _span(src0, count)]
-    if isinstance(src1, LocalTensor):
-        reads.append(_span(src1, count))
-    core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count), reads,
-               (_span(dst, count),))
+    core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count))
+    if core.observers:
+        core.observe(Pipe.V, "select", *_select_operands(count, dst, mask, src0, src1))
 
 
 # ---------------------------------------------------------------- block broadcast
@@ -509,10 +559,11 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
     dst with each (the building block of column and scalar broadcasts)."""
     _check_dtype("brcb", dst, _ARITH)
     _check_dtype("brcb", src, _ARITH)
+    _check_aligned("brcb", (dst, "dst"), (src, "src"))
     _check_repeat("brcb", dst, repeat_times)
     core = dst.core
     blk = core.chip.block_elems(dst.itemsize)
-    reads = writes = ()
+    idx = None
     if repeat_times:
         starts = (np.arange(repeat_times)[:, None] * dst_rep_stride
                   + np.arange(8)[None, :] * dst_blk_stride) * blk
@@ -521,7 +572,9 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
         _check_extent("brcb", src, repeat_times * 8, "src")
         if not core.mode.timing_only:
             dst.view()[idx] = src.view(repeat_times * 8)[:, None]
-        reads, writes = (_span(src, repeat_times * 8),), (_span(dst, int(idx.max()) + 1),)
     core.issue(Pipe.V, "brcb", core.costs.vector("duplicate", dst.itemsize,
-                                                 repeat_times * core.chip.lanes(dst.itemsize)),
-               reads, writes)
+                                                 repeat_times * core.chip.lanes(dst.itemsize)))
+    if core.observers:                       # element k of src fills block k of dst
+        ops = ((), ()) if idx is None else (
+            (src.access(np.arange(repeat_times * 8)[:, None], "src"),), (dst.access(idx, "dst"),))
+        core.observe(Pipe.V, "brcb", *ops)

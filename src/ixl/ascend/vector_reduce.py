@@ -15,8 +15,8 @@ import numpy as np
 
 from .pipe import LocalTensor
 from .timeline import Pipe
-from .vector import (_FLOAT, _check_dtype, _check_extent, _lane_mask, _mask_key, _span, _spans,
-                     _strided)
+from .vector import (_FLOAT, _check_aligned, _check_dtype, _check_extent, _indices, _lane_mask,
+                     _mask_key, _strided)
 
 # The cost-table row of ReduceDataBlock by operand width (see VECTOR_CLASS in costs.py).
 _COST_KEY = {2: "block_reduce_16", 4: "block_reduce_32"}
@@ -27,10 +27,11 @@ def _block_reduce(op: str, fn, identity: float):
               dst_rep_stride: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8) -> None:
         _check_dtype(op, dst, _FLOAT)
         _check_dtype(op, src, _FLOAT)
+        _check_aligned(op, (dst, "dst"), (src, "src"))
         core = dst.core
         idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask,
                               repeat_times)
-        reads, writes = _spans(idx, (src,), ())[0], ()
+        operands = ((), ())
         if idx is not None:
             blk = core.chip.block_elems(src.itemsize)
             blocks = lanes // blk
@@ -39,19 +40,38 @@ def _block_reduce(op: str, fn, identity: float):
             out = (np.arange(repeat_times)[:, None] * (dst_rep_stride * blocks)
                    + np.arange(blocks)[None, :])[:, written]
             _check_extent(op, dst, int(out.max()) + 1, "dst")
-            writes = (_span(dst, int(out.max()) + 1),)
+            if core.observers:
+                operands = _block_operands(dst, src, out, on, written, repeat_times,
+                                           src_blk_stride, src_rep_stride)
             if not core.mode.timing_only:
                 vals = np.full((repeat_times, lanes), identity, np.float32)
                 vals[:, on] = src.view()[idx[0]]
                 res = fn(vals.reshape(repeat_times, blocks, blk), axis=2)
                 dst.view()[out] = res[:, written]
         cost_key = _COST_KEY[src.itemsize]
-        core.issue(Pipe.V, op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes),
-                   reads, writes)
+        core.issue(Pipe.V, op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes))
+        if core.observers:
+            core.observe(Pipe.V, op, *operands)
     instr.__name__ = op
     instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
                      f"src_rep_stride): one result per 32-byte block, 8 per repeat")
     return instr
+
+
+def _block_operands(dst, src, out, on, written, repeat_times, blk_stride, rep_stride):
+    """(reads, writes) for observers: result (r, b) from the active lanes of block b of
+    repeat r, given as (repeat, written blocks, block) offsets; a masked-off lane repeats an
+    active lane of its block, so every position is a lane the result depends on."""
+    chip = src.core.chip
+    blk = chip.block_elems(src.itemsize)
+    blocks = len(written)
+    lanes_idx = _indices(repeat_times, blk_stride, rep_stride, blk, blocks * blk, blocks * blk)
+    lanes_idx = lanes_idx.reshape(repeat_times, blocks, blk)[:, written]
+    active = on.reshape(blocks, blk)[written]
+    first = active.argmax(axis=1)
+    pick = np.where(active, np.arange(blk), first[:, None])
+    reads = lanes_idx[:, np.arange(len(pick))[:, None], pick]
+    return (src.access(reads, "src"),), (dst.access(out, "dst"),)
 
 
 block_reduce_sum = _block_reduce("block_reduce_sum", np.sum, 0.0)

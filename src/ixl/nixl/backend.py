@@ -17,7 +17,8 @@ class Backend(Protocol):
     gm: GlobalMemory
     version: str
 
-    def launch(self, name: str, body: Callable, block_num: int, mode: Mode) -> LaunchRecord: ...
+    def launch(self, name: str, body: Callable, block_num: int, mode: Mode,
+               args: list = ()) -> LaunchRecord: ...
 
 
 def create_backend(chip: str) -> Backend:

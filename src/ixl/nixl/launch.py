@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ascend import Mode
 from ..ascend.gm import GlobalTensor
+from ..ascend.observe import GmRole
 from . import log, tuning_cache
 from .context import KernelContext
 from .errors import KernelStartFailed
@@ -59,7 +60,11 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
             return entry.kernel(ctx, *tensors)      # a generator when the kernel has SyncAlls
 
         mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
-        record.launch = device.backend.launch(name, body, plan.block_dim, mode)
+        roles = [GmRole.INPLACE if i in entry.inplace else GmRole.INPUT
+                 for i in range(len(inputs))] + [GmRole.OUTPUT] * len(outputs)
+        args = [(t, r) for t, r in zip(tensors, roles) if t]
+        args += [(ws, GmRole.WORKSPACE)] if ws else []
+        record.launch = device.backend.launch(name, body, plan.block_dim, mode, args)
     finally:
         if workspace is not None:
             workspace.free()

@@ -36,6 +36,7 @@ class KernelEntry:
     tile_unit: Callable[..., int] | None = None             # elements per tile (for verify)
     tuning_space: dict = field(default_factory=dict)
     arg_names: tuple[str, ...] | None = None   # GM tensor names (default: the schema's)
+    inplace: tuple[int, ...] = ()              # inputs the kernel may write (by position)
 
     @property
     def schema(self) -> OpSchema:

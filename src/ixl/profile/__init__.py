@@ -3,7 +3,7 @@
 from .metrics import Metrics, launch_metrics
 from .plot import plot_timeline
 from .stream import StreamSummary, summarize, timing_run
-from .trace import chrome_trace, write_trace
+from .trace import ChromeTrace, chrome_trace, write_trace
 
 __all__ = ["Metrics", "launch_metrics", "plot_timeline", "StreamSummary", "summarize", "timing_run",
-           "chrome_trace", "write_trace"]
+           "ChromeTrace", "chrome_trace", "write_trace"]
