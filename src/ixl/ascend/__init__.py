@@ -4,16 +4,17 @@
 """
 
 from .chips import CHIPS, ChipSpec, UnknownChipError, get_chip
-from .core import AICore, Mode
-from .errors import (AicoreOutOfBound, ChipError, CrossCoreRace, HazardError, IllegalInstruction,
-                     InputWritten, KernelTimeout, ResourceLimit, TruncatedCopy, UbOverflow,
-                     UninitialisedRead, UseAfterFree)
+from .core import AICore, CoreId, CoreKind, Mode
+from .errors import (AccumulationWithoutInit, AicoreOutOfBound, BufferOverflow, ChipError,
+                     CrossCoreRace, HazardError, IllegalInstruction, InputWritten, KernelTimeout,
+                     ResourceLimit, TruncatedCopy, UbOverflow, UninitialisedRead, UseAfterFree)
+from .schedule import KernelType
 from .simulator import CHIP_MODEL_VERSION, LaunchRecord, SimulatedChip
 
 __all__ = [
-    "CHIPS", "ChipSpec", "UnknownChipError", "get_chip", "AICore", "Mode", "AicoreOutOfBound",
-    "ChipError", "CrossCoreRace", "HazardError", "IllegalInstruction", "InputWritten",
-    "KernelTimeout", "ResourceLimit", "TruncatedCopy", "UbOverflow", "UninitialisedRead",
-    "UseAfterFree", "CHIP_MODEL_VERSION", "LaunchRecord",
-    "SimulatedChip",
+    "CHIPS", "ChipSpec", "UnknownChipError", "get_chip", "AICore", "CoreId", "CoreKind", "Mode",
+    "AccumulationWithoutInit", "AicoreOutOfBound", "BufferOverflow", "ChipError",
+    "CrossCoreRace", "HazardError", "IllegalInstruction", "InputWritten", "KernelTimeout",
+    "ResourceLimit", "TruncatedCopy", "UbOverflow", "UninitialisedRead", "UseAfterFree",
+    "KernelType", "CHIP_MODEL_VERSION", "LaunchRecord", "SimulatedChip",
 ]

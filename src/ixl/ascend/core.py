@@ -1,4 +1,5 @@
-"""One AI Core (vector side): its Unified Buffer as real bytes, its timeline, its mode, and the
+"""One AI Core: a vector core (AIV) with its Unified Buffer, or a Cube core (AIC) with L1, L0A,
+L0B, L0C, the BiasTable and the Fixpipe buffer, as real bytes; its timeline, its mode, and the
 observers it reports each instruction and sync edge to (observe.py).
 
 Instructions find their core through their LocalTensor operands, or, for those with none
@@ -7,6 +8,7 @@ Instructions find their core through their LocalTensor operands, or, for those w
 
 from __future__ import annotations
 
+import enum
 import threading
 from dataclasses import dataclass
 
@@ -14,8 +16,9 @@ import numpy as np
 
 from .chips import ChipSpec
 from .costs import CostTable, cost_table
+from .cube.params import CubeRegisters
 from .errors import AicoreOutOfBound, IllegalInstruction, KernelTimeout
-from .observe import Access, Instruction, Observer, Sync, SyncKind
+from .observe import Access, Instruction, Observer, Space, Sync, SyncKind
 from .timeline import Pipe, Timeline
 
 _current = threading.local()
@@ -24,6 +27,76 @@ _current = threading.local()
 # float16, bfloat16 and float32 alike; integer buffers get a poison pattern.
 NAN_BYTE = 0xFF
 POISON_BYTE = 0xA5
+
+
+class CoreKind(enum.Enum):
+    """The two kinds of core of a split AI Core (A2: 1 AIC + 2 AIV) [S2201]."""
+
+    AIV = "AIV"
+    AIC = "AIC"
+
+    __hash__ = object.__hash__
+
+    @property
+    def pipes(self) -> frozenset:
+        return _PIPES[self]
+
+    @property
+    def spaces(self) -> tuple[Space, ...]:
+        return _SPACES[self]
+
+
+_PIPES = {CoreKind.AIV: frozenset({Pipe.S, Pipe.V, Pipe.MTE2, Pipe.MTE3}),
+          CoreKind.AIC: frozenset({Pipe.S, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.M, Pipe.FIX})}
+_SPACES = {CoreKind.AIV: (Space.UB,),
+           CoreKind.AIC: (Space.L1, Space.L0A, Space.L0B, Space.L0C, Space.BT, Space.FB)}
+# The ChipSpec fields that size and align each on-core memory.
+MEMORY_FIELDS = {Space.UB: ("ub_bytes", "block_bytes"), Space.L1: ("l1_bytes", "l1_align"),
+                 Space.L0A: ("l0a_bytes", "l0ab_align"), Space.L0B: ("l0b_bytes", "l0ab_align"),
+                 Space.L0C: ("l0c_bytes", "l0c_align"),
+                 Space.BT: ("bias_table_bytes", "bias_table_align"),
+                 Space.FB: ("fixpipe_buffer_bytes", "fixpipe_buffer_align")}
+AIC_BASE = 1 << 16      # AIC n has core id AIC_BASE + n: one id space for every core
+
+
+def memory_bytes(chip: ChipSpec, space: Space) -> int:
+    return getattr(chip, MEMORY_FIELDS[space][0])
+
+
+def memory_align(chip: ChipSpec, space: Space) -> int:
+    return getattr(chip, MEMORY_FIELDS[space][1])
+
+
+class CoreId(int):
+    """A core's id: AIV n is n, AIC n is AIC_BASE + n, so the ids of a launch never clash and
+    sort vector cores first. It prints as the runtime names the core: "3" for AIV 3, "3 (AIC)"
+    for AIC 3."""
+
+    kind: CoreKind
+    index: int
+
+    def __new__(cls, kind: CoreKind, index: int) -> CoreId:
+        obj = int.__new__(cls, index if kind is CoreKind.AIV else AIC_BASE + index)
+        obj.kind, obj.index = kind, index
+        return obj
+
+    def __str__(self) -> str:
+        return str(self.index) if self.kind is CoreKind.AIV else f"{self.index} (AIC)"
+
+    __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return CoreId, (self.kind, self.index)
+
+
+def as_core_id(core) -> CoreId:
+    """A plain int id (as the vector-only code and tests give) as a CoreId."""
+    if isinstance(core, CoreId):
+        return core
+    return CoreId(CoreKind.AIC, core - AIC_BASE) if core >= AIC_BASE else CoreId(CoreKind.AIV, core)
 
 
 @dataclass(frozen=True)
@@ -35,26 +108,50 @@ class Mode:
 
 class AICore:
     def __init__(self, chip: ChipSpec, core_id: int, mode: Mode = Mode(), active_cores: int = 1,
-                 ub: np.ndarray | None = None, observers: tuple[Observer, ...] = ()):
-        """`ub`: the core's Unified Buffer, kept by the chip across launches (a fresh zeroed
-        one when None); `observers` hear of every instruction and sync edge."""
+                 ub: np.ndarray | None = None, observers: tuple[Observer, ...] = (),
+                 memories: dict[Space, np.ndarray] | None = None):
+        """`core_id`: a CoreId (a plain int is an AIV). `memories`: the core's on-core
+        memories, kept by the chip across launches (fresh zeroed ones when None; `ub` gives a
+        vector core's UB alone); `active_cores`: the cores of the launch sharing the chip's GM
+        bandwidth; `observers` hear of every instruction and sync edge."""
         self.chip = chip
-        self.core_id = core_id
+        self.core_id = core_id = as_core_id(core_id)
+        self.kind = core_id.kind
         self.mode = mode
         self.costs: CostTable = cost_table(chip.arch)
         self.mte_rate = self.costs.mte_rate(active_cores)   # GM bandwidth is shared
         self.mte_latency = self.costs.mte_latency_cycles
         self.burst_grid = self.costs.burst_align_bytes
-        self.ub = np.zeros(chip.ub_bytes, np.uint8) if ub is None else ub
+        given = memories or ({Space.UB: ub} if ub is not None else {})
+        self.memories = {sp: given[sp] if sp in given else np.zeros(memory_bytes(chip, sp), np.uint8)
+                         for sp in self.kind.spaces}
+        self.ub = self.memories.get(Space.UB)
         self.block_idx = 0
         self.block_num = 1
+        self.sub_block_idx = 0       # which AIV of its group (mix kernels), else 0
+        self.task_ratio = 1          # GetTaskRatio: AIVs per AIC on an AIV of a mix kernel
         self.timeline = Timeline(self.costs.scalar_issue_cycles, self.costs.flag_latency_cycles,
                                  self.costs.queue_depth)
-        self.ub_peak = 0
+        self.peaks: dict[Space, int] = {}      # the most of each memory the kernel's TPipes took
         self.pipes: list = []
         self.observers = tuple(observers)
+        self.cross_core = None       # the launch's cross-core flag board (mix kernels)
+        self.cross_sets = 0          # cross-core sets this core issued (numbers them)
+        self.pending_wait = None     # a cross_core_wait_flag made but not yet yielded
+        # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...), per launch
+        self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
 
     # ---- block lifecycle (driven by the launcher) ----
+    @property
+    def ub_peak(self) -> int:
+        return self.peaks.get(Space.UB, 0)
+
+    @property
+    def label(self) -> str:
+        """How errors name the core's kind: "vector core" or "AI Core" (a Cube core's
+        faults are the runtime's AICORE errors, a vector core's VECTOR_CORE ones) [RTERR]."""
+        return "vector core" if self.kind is CoreKind.AIV else "AI Core"
+
     def begin_block(self, block_idx: int, block_num: int) -> None:
         self.block_idx = block_idx
         self.block_num = block_num
@@ -71,6 +168,12 @@ class AICore:
         _current.core = self
 
     def end_block(self, check: bool = True) -> None:
+        if check and self.pending_wait is not None:
+            flag, self.pending_wait = self.pending_wait.flag_id, None
+            _current.core = None
+            raise IllegalInstruction(
+                f"cross_core_wait_flag({flag}) on core {self.core_id} was never yielded: a "
+                f"kernel waits for another core by `yield asc.cross_core_wait_flag({flag})`")
         if check:
             for pipe in self.pipes:
                 pipe.destroy()
@@ -80,7 +183,7 @@ class AICore:
         unpaired = self.timeline.unpaired_flags() if check else []
         if unpaired and self.mode.debug:
             raise KernelTimeout(
-                f"vector core execution timed out: core {self.core_id} block {self.block_idx} "
+                f"{self.label} execution timed out: core {self.core_id} block {self.block_idx} "
                 f"ended with flags set and never waited: {', '.join(unpaired)}")
 
     # ---- UB access ----
@@ -99,10 +202,50 @@ class AICore:
                 f"core {self.core_id} {what} UB address {offset:#x} is not "
                 f"{self.chip.block_bytes}-byte aligned")
 
-    def fill_fresh(self, offset: int, nbytes: int, dtype: np.dtype) -> None:
+    def fill_fresh(self, offset: int, nbytes: int, dtype: np.dtype,
+                   space: Space = Space.UB) -> None:
         """Debug mode: make a read of a never-written buffer visible (NaN or poison)."""
         is_float = dtype.kind == "f" or dtype.name == "bfloat16"
-        self.ub[offset:offset + nbytes] = NAN_BYTE if is_float else POISON_BYTE
+        self.memories[space][offset:offset + nbytes] = NAN_BYTE if is_float else POISON_BYTE
+
+    # ---- Cube memories (L1, L0A, L0B, L0C, BiasTable, Fixpipe buffer) ----
+    def memory(self, space: Space, what: str) -> np.ndarray:
+        mem = self.memories.get(space)
+        if mem is None:
+            have = ", ".join(sp.value for sp in self.kind.spaces)
+            raise IllegalInstruction(
+                f"{what}: core {self.core_id} is an {self.kind.value} core, which has no "
+                f"{space.value} (its memories: {have})")
+        return mem
+
+    def local_view(self, space: Space, offset: int, nbytes: int, what: str) -> np.ndarray:
+        """The bytes [offset, offset + nbytes) of an on-core memory, checked against its size."""
+        if space is Space.UB:
+            return self.ub_view(offset, nbytes, what)
+        mem = self.memory(space, what)
+        if offset < 0 or offset + nbytes > len(mem):
+            raise AicoreOutOfBound(
+                f"aicore memory out of bound: core {self.core_id} {what} {space.value} "
+                f"[{offset:#x}, {offset + nbytes:#x}), {space.value} holds {len(mem)} bytes")
+        return mem[offset:offset + nbytes]
+
+    def check_aligned(self, space: Space, offset: int, what: str, align: int | None = None) -> None:
+        """A start address in an on-core memory on its alignment (the space's, or `align`)."""
+        if space is Space.UB:
+            return self.check_ub_aligned(offset, what)
+        align = align or memory_align(self.chip, space)
+        if offset % align:
+            raise IllegalInstruction(
+                f"Illegal instruction, which is usually caused by unaligned addresses: core "
+                f"{self.core_id} {what} {space.value} address {offset:#x} is not "
+                f"{align}-byte aligned")
+
+    def has_pipe(self, pipe: Pipe, what: str) -> None:
+        if pipe not in self.kind.pipes:
+            have = ", ".join(p.name for p in Pipe if p in self.kind.pipes)
+            raise IllegalInstruction(
+                f"{what}: core {self.core_id} is an {self.kind.value} core, which has no "
+                f"PIPE_{pipe.name} (its pipes: {have})")
 
     # ---- timeline and observers ----
     def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
@@ -110,9 +253,12 @@ class AICore:
         operands with `observe` when the core has observers.)"""
         return self.timeline.issue(pipe, name, cycles)
 
-    def transfer(self, pipe: Pipe, name: str, cycles: float, nbytes: int) -> float:
-        """Time one GM move of `nbytes` (MTE2 in, MTE3 out)."""
-        return self.timeline.transfer(pipe, name, self.mte_latency, cycles, nbytes)
+    def transfer(self, pipe: Pipe, name: str, cycles: float, nbytes: int,
+                 latency: float | None = None) -> float:
+        """Time one GM move of `nbytes` (MTE2 in, MTE3 out, FIX out of L0C) through the core's
+        GM port, after the pipe's own latency (the MTE latency by default)."""
+        return self.timeline.transfer(pipe, name, self.mte_latency if latency is None else latency,
+                                      cycles, nbytes)
 
     def observe(self, pipe: Pipe, name: str, reads: tuple[Access, ...],
                 writes: tuple[Access, ...], nbytes: int = 0) -> None:
@@ -135,7 +281,7 @@ class AICore:
                        issued=self.timeline.issued, time=fires)
 
     def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, what: str = "wait_flag") -> None:
-        fired, resumed = self.timeline.wait_flag(src, dst, event_id, self.core_id)
+        fired, resumed = self.timeline.wait_flag(src, dst, event_id, self.core_id, self.label)
         if self.observers:
             self._sync(SyncKind.WAIT, what, src=src, dst=dst, event_id=event_id,
                        issued=self.timeline.issued, time=resumed, fired=fired)
@@ -150,6 +296,23 @@ class AICore:
         self.timeline.align(when)
         if self.observers:
             self._sync(SyncKind.SYNC_ALL, "sync_all", time=when)
+
+    def cross_core_set(self, pipe: Pipe, flag_id: int, mode: int) -> float:
+        """CrossCoreSetFlag: issued to `pipe`, it fires when the pipe's earlier work is done;
+        returns that time."""
+        fires = self.timeline.cross_set(pipe)
+        if self.observers:
+            self._sync(SyncKind.CROSS_SET, "cross_core_set_flag", src=pipe, event_id=flag_id,
+                       issued=self.timeline.issued, time=fires, peer=mode)
+        return fires
+
+    def cross_core_wait(self, flag_id: int, fired: float, peers: tuple) -> None:
+        """CrossCoreWaitFlag passed: the flag fired at `fired` (set by the cores `peers`); on
+        A2 the wait holds every pipe until then plus the flag latency [XCORE]."""
+        resumed = self.timeline.cross_wait(fired)
+        if self.observers:
+            self._sync(SyncKind.CROSS_WAIT, "cross_core_wait_flag", event_id=flag_id,
+                       issued=self.timeline.issued, time=resumed, fired=fired, peer=peers)
 
     def buffer_event(self, kind: SyncKind, what: str, buffer: Access) -> None:
         """alloc_tensor / free_tensor of a queue buffer (call only when observed)."""
@@ -170,6 +333,26 @@ def get_block_idx() -> int:
 
 def get_block_num() -> int:
     return current_core().block_num
+
+
+def get_sub_block_idx() -> int:
+    """GetSubBlockIdx: 0 or 1 on the AIVs of a mix kernel's group, 0 elsewhere [SYS]."""
+    return current_core().sub_block_idx
+
+
+def get_task_ratio() -> int:
+    """GetTaskRatio: AIVs per AIC on an AIV of a mix kernel (2 for 1:2), 1 elsewhere [SYS]."""
+    return current_core().task_ratio
+
+
+def is_aic() -> bool:
+    """ASCEND_IS_AIC: this block runs on a Cube core."""
+    return current_core().kind is CoreKind.AIC
+
+
+def is_aiv() -> bool:
+    """ASCEND_IS_AIV: this block runs on a vector core."""
+    return current_core().kind is CoreKind.AIV
 
 
 class SyncAll:

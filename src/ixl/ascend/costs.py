@@ -78,6 +78,32 @@ class CostTable:
         la = self.raw["launch"]
         return la["base_us"] + la["per_core_us"] * cores
 
+    # ---- the Cube core [CUBEPERF] ----
+    def mmad_k0(self, kind: str) -> int:
+        """K elements per Cube cycle: `kind` is the input dtype name, or "hf32"."""
+        return self.raw["cube"]["mmad"]["k0"][kind]
+
+    def mmad(self, m: int, n: int, k: int, k0: int, fractal: int = 16) -> tuple[float, int]:
+        """(cycles, ideal cycles) of one Mmad: head + ceil(m/16) ceil(n/16) ceil(k/k0); the
+        ideal part is the Cube at its peak rate."""
+        ideal = -(-m // fractal) * -(-n // fractal) * -(-k // k0)
+        return self.raw["cube"]["mmad"]["head_cycles"] + ideal, ideal
+
+    def mte1(self, nbytes: int, dst: str) -> float:
+        """An MTE1 move into `dst` (L0A, L0B, L1 or BT): head + bytes at its rate."""
+        c = self.raw["cube"]["mte1"]
+        return c["head_cycles"] + nbytes / c["bytes_per_cycle"][dst]
+
+    @property
+    def fixpipe_head_cycles(self) -> float:
+        return self.raw["cube"]["fixpipe"]["head_cycles"]
+
+    def fixpipe_local(self, nbytes: int, dst: str) -> float:
+        """A Fixpipe write into L1 (or an L1 -> Fixpipe buffer copy): head + bytes at its rate
+        (into GM it is a move through the core's GM port instead)."""
+        c = self.raw["cube"]["fixpipe"]
+        return c["head_cycles"] + nbytes / c["bytes_per_cycle"][dst]
+
 
 @cache
 def cost_table(arch: str) -> CostTable:

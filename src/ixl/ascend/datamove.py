@@ -1,8 +1,10 @@
-"""DataCopy and DataCopyPad between GM and UB, on the MTE2 (in) and MTE3 (out) pipes.
+"""DataCopy and DataCopyPad between GM and UB (or L1), on the MTE2 (in) and MTE3 (out) pipes.
 
 The chip's rules ([DC], [DCP] in ascend-facts): the UB address is 32-byte aligned; a DataCopy
 length that is not a multiple of 32 bytes is silently truncated down (debug mode refuses it and
 names the bytes lost); DataCopyPad pads each block to 32 bytes in UB and writes GM byte-exact.
+A Cube core's DataCopy between GM and L1 follows the same rules [GM2L1]; the copies that
+convert or feed the Cube's own buffers (ND2NZ into L1, L1 into the BiasTable) are in cube/.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .cube.params import Nd2NzParams
 from .errors import IllegalInstruction, TruncatedCopy
 from .gm import GlobalTensor
 from .observe import Access, Rows, Space
@@ -49,14 +52,19 @@ class DataCopyPadExtParams:
     value: float = 0
 
 
-def _direction(dst, src) -> tuple[LocalTensor, GlobalTensor, bool]:
+def _direction(dst, src, what: str = "data_copy") -> tuple[LocalTensor, GlobalTensor, bool]:
     if isinstance(dst, LocalTensor) and isinstance(src, GlobalTensor):
         return dst, src, True
     if isinstance(dst, GlobalTensor) and isinstance(src, LocalTensor):
         return src, dst, False
     raise IllegalInstruction(
-        f"data_copy between {type(src).__name__} and {type(dst).__name__}: "
-        f"this simulator moves GM->UB (MTE2) and UB->GM (MTE3)")
+        f"{what} between {_where(src)} and {_where(dst)}: it moves GM->UB or GM->L1 (MTE2) "
+        f"and UB->GM or L1->GM (MTE3); L1->BiasTable and L1->Fixpipe buffer are data_copy "
+        f"too; there is no direct UB<->L1 path on A2 (go through a GM workspace) [UB2L1]")
+
+
+def _where(t) -> str:
+    return t.space.value if isinstance(t, LocalTensor) else type(t).__name__
 
 
 def _rows(buf: np.ndarray, start: int, count: int, width: int, pitch: int) -> np.ndarray:
@@ -74,7 +82,7 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
     fill its padding.
     """
     core = local.core
-    core.check_ub_aligned(local.offset, f"{what} {'dst' if inbound else 'src'}")
+    core.check_aligned(local.space, local.offset, f"{what} {'dst' if inbound else 'src'}")
     pipe = Pipe.MTE2 if inbound else Pipe.MTE3
     if count == 0 or width == 0:
         core.issue(pipe, what, 0)   # a NOP, but it still passes through the pipe
@@ -83,7 +91,8 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         return None
     gm_bytes = gm.region(0, (count - 1) * gm_pitch + width, core.core_id,
                          "reads" if inbound else "writes", strict=core.mode.debug)
-    ub_bytes = core.ub_view(local.offset, (count - 1) * ub_pitch + ub_lead + width, what)
+    ub_bytes = core.local_view(local.space, local.offset,
+                               (count - 1) * ub_pitch + ub_lead + width, what)
     rows = None
     if not core.mode.timing_only:
         if count == 1:
@@ -113,7 +122,7 @@ def _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pi
              ub_block) -> None:
     """Report a move's GM rows and UB rows (and, into UB, the padding it writes)."""
     gm_rows = gm.access(0, Rows(count, width, gm_pitch), "src" if inbound else "dst")
-    ub_rows = Access(Space.UB, local.offset + ub_lead, 1, Rows(count, width, ub_pitch),
+    ub_rows = Access(local.space, local.offset + ub_lead, 1, Rows(count, width, ub_pitch),
                      "dst" if inbound else "src")
     if not inbound:
         core.observe(pipe, what, (ub_rows,), (gm_rows,), count * width)
@@ -130,7 +139,13 @@ def _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pi
 
 
 def data_copy(dst, src, count_or_params) -> None:
-    """DataCopy(dst, src, count) or DataCopy(dst, src, DataCopyParams)."""
+    """DataCopy(dst, src, count) or DataCopy(dst, src, DataCopyParams) between GM and UB or L1;
+    DataCopy(L1, GM, Nd2NzParams) and the copies into the BiasTable and the Fixpipe buffer
+    are the Cube's (cube/copy.py)."""
+    if _cube_copy(dst, src, count_or_params):
+        from .cube.copy import data_copy as cube_data_copy   # cube/copy.py builds on this module
+        cube_data_copy(dst, src, count_or_params)
+        return
     local, gm, inbound = _direction(dst, src)
     blk = local.core.chip.block_bytes
     if isinstance(count_or_params, DataCopyParams):
@@ -157,10 +172,20 @@ def data_copy(dst, src, count_or_params) -> None:
           what="data_copy")
 
 
+def _cube_copy(dst, src, params) -> bool:
+    """Whether a DataCopy is one of the Cube's own (ND2NZ, or between two on-core memories)."""
+    if isinstance(dst, LocalTensor) and isinstance(src, LocalTensor):
+        return dst.space is not Space.UB and src.space is not Space.UB
+    return isinstance(params, Nd2NzParams)
+
+
 def data_copy_pad(dst, src, params: DataCopyExtParams,
                   pad: DataCopyPadExtParams | None = None) -> None:
     """DataCopyPad: byte-exact blocks; in UB each block is padded up to 32 bytes."""
-    local, gm, inbound = _direction(dst, src)
+    local, gm, inbound = _direction(dst, src, "data_copy_pad")
+    if local.space is not Space.UB:
+        raise IllegalInstruction(f"data_copy_pad moves between GM and UB only, not "
+                                 f"{local.space.value} [DCP]")
     chip = local.core.chip
     blk = chip.block_bytes
     if not 0 <= params.block_count <= chip.max_copy_blocks:

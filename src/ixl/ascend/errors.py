@@ -23,6 +23,13 @@ class UbOverflow(AicoreOutOfBound):
     symptom = "ub overflow"
 
 
+class BufferOverflow(AicoreOutOfBound):
+    """The buffers of a Cube core (L1, L0A, L0B, L0C, BiasTable, Fixpipe buffer) ask for more
+    than the memory holds."""
+
+    symptom = "buffer overflow"
+
+
 class IllegalInstruction(ChipError):
     """Misaligned UB addresses and malformed instruction parameters."""
 
@@ -71,6 +78,13 @@ class UninitialisedRead(ChipError):
     scalar unit."""
 
     symptom = "uninitialised read"
+
+
+class AccumulationWithoutInit(ChipError):
+    """Debug mode: an Mmad accumulates into L0C values that are not a live partial sum (never
+    written in this launch, or already copied out by a Fixpipe)."""
+
+    symptom = "accumulation without init"
 
 
 class InputWritten(ChipError):

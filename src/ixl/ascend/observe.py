@@ -6,8 +6,9 @@ The debug checks (`sanitizer/`), the timeline recorder (`record.py`) and the Chr
 (`SimulatedChip.attach`). With no observer attached a core builds none of these events, so
 release mode pays nothing for them.
 
-Memory is tagged by address space (GM and UB on a vector core; L1, L0A, L0B and L0C for a Cube
-unit), so a check written against `Access` covers every space a unit adds.
+Memory is tagged by address space (GM and UB on a vector core; L1, L0A, L0B, L0C, the
+BiasTable and the Fixpipe buffer on a Cube core), so a check written against `Access` covers
+every space a unit adds.
 
 Threading: the calls for one core come in program order from the thread simulating it; with
 IXL_THREADS > 1 different cores call from different threads at once, so an observer keeps its
@@ -36,6 +37,8 @@ class Space(enum.Enum):
     L0A = "L0A"
     L0B = "L0B"
     L0C = "L0C"
+    BT = "BT"      # BiasTable (TPosition C2)
+    FB = "FB"      # Fixpipe buffer (TPosition C2PIPE2GM): quantisation parameters
 
     __hash__ = object.__hash__
 
@@ -188,6 +191,8 @@ class SyncKind(enum.Enum):
     SYNC_ALL = "sync_all"  # every core met at a SyncAll: all pipes of this core drained
     ALLOC = "alloc"        # alloc_tensor handed out `buffer`
     FREE = "free"          # free_tensor gave `buffer` back to its queue
+    CROSS_SET = "cross_set"    # CrossCoreSetFlag on pipe `src`, flag `event_id`, mode `peer`
+    CROSS_WAIT = "cross_wait"  # CrossCoreWaitFlag passed: flag `event_id`, set by cores `peer`
 
     __hash__ = object.__hash__
 
@@ -196,7 +201,10 @@ class SyncKind(enum.Enum):
 class Sync:
     """A sync edge or a buffer's life event. `issued` is the scalar unit's dispatch cycle (None
     for events it does not dispatch: SYNC_ALL, ALLOC, FREE). For SET `time` is when the flag
-    fires; for WAIT, when the waiting pipe resumes, and `fired` when the flag it took fired."""
+    fires; for WAIT, when the waiting pipe resumes, and `fired` when the flag it took fired.
+    Cross-core flags: CROSS_SET's `peer` is the mode (0, 1, 2); CROSS_WAIT's `peer` the
+    (core, set number) of each set that made the flag pass, so a check can order the setters'
+    earlier work before the waiter's later work."""
 
     core: int
     block: int
@@ -209,6 +217,7 @@ class Sync:
     time: float = 0.0
     fired: float = 0.0
     buffer: Access | None = None
+    peer: object = None
 
 
 class GmRole(enum.Enum):
@@ -238,6 +247,7 @@ class LaunchInfo:
     chip: ChipSpec
     debug: bool
     args: dict[int, GmArg] = field(default_factory=dict)   # by the tensor's base address
+    kind: str = "vector"           # the kernel type: "vector", "cube" or "mix"
 
     def arg(self, access: Access) -> GmArg | None:
         """The kernel argument a GM access belongs to (by its tensor's root), if any."""

@@ -1,10 +1,11 @@
 """The simulated chip: global memory plus AI Cores that run kernel blocks and time them.
 
-This is the backend the runtime talks to: map and unmap GM, read and write it, launch a kernel
-over blocks. Kernel time = launch overhead + the slowest core. Each core's Unified Buffer
-persists from launch to launch, as on the chip. Observers (observe.py) hear every instruction
-of every launch: the ones a user attaches, a timeline recorder when a launch asks for a record,
-and the debug checks (sanitizer/) in debug mode.
+This is the backend the runtime talks to: map and unmap GM, read and write it, make the GM
+windows a kernel takes, launch a kernel over blocks (on vector cores, Cube cores, or both:
+schedule.py). Kernel time = launch overhead + the slowest core. Each core's memories (UB; L1,
+L0A, L0B, L0C, ...) persist from launch to launch, as on the chip. Observers (observe.py) hear
+every instruction of every launch: the ones a user attaches, a timeline recorder when a launch
+asks for a record, and the debug checks (sanitizer/) in debug mode.
 """
 
 from __future__ import annotations
@@ -13,20 +14,21 @@ import os
 import random
 import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import numpy as np
 
 from .chips import ChipSpec
-from .core import AICore, Mode
-from .errors import IllegalInstruction, KernelTimeout
+from .core import AICore, CoreId, CoreKind, Mode, as_core_id, memory_bytes
 from .costs import cost_table
+from .crosscore import FlagBoard
+from .errors import KernelTimeout
 from .gm import GlobalMemory, GlobalTensor
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
 from .sanitizer import debug_checks
+from .schedule import KernelType, Runner, launch_cores, place
 from .timeline import Pipe, PipeStats
 
 CHIP_MODEL_VERSION = "0.1.0"
@@ -69,8 +71,13 @@ class CoreReport:
     ub_peak: int
     slices: list = field(default_factory=list)
     edges: list = field(default_factory=list)
-    vector_busy: list = field(default_factory=list)
+    compute_busy: list = field(default_factory=list)    # V (vector core) or M (Cube core)
     port_busy: list = field(default_factory=list)
+    peaks: dict = field(default_factory=dict)           # Space -> bytes its TPipes took
+
+    @property
+    def kind(self) -> CoreKind:
+        return as_core_id(self.core_id).kind
 
 
 @dataclass
@@ -81,6 +88,11 @@ class LaunchRecord:
     launch_us: float
     cores: list[CoreReport]
     chip: ChipSpec
+    kind: KernelType = KernelType.VECTOR
+
+    def of(self, kind: CoreKind) -> list[CoreReport]:
+        """The cores of one kind (a mix launch has both)."""
+        return [c for c in self.cores if c.kind is kind]
 
     @property
     def core_us(self) -> float:
@@ -93,14 +105,44 @@ class LaunchRecord:
 
 
 class SimulatedChip:
+    """The backend the runtime talks to (nixl.backend.Backend): GM, the cores, launches."""
+
     def __init__(self, chip: ChipSpec):
         self.chip = chip
         self.gm = GlobalMemory()
         self.version = CHIP_MODEL_VERSION
         self.observers: list[Observer] = []
-        self._ubs: dict[int, np.ndarray] = {}     # core id -> its UB, kept across launches
+        self._memories: dict[int, dict] = {}      # core id -> its memories, kept across launches
         self._lock = threading.Lock()             # one launch at a time owns the cores
 
+    # ---- memory ----
+    def map(self, addr: int, nbytes: int) -> None:
+        self.gm.map(addr, nbytes)
+
+    def unmap(self, addr: int) -> None:
+        self.gm.unmap(addr)
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        """A copy of GM [addr, addr + nbytes)."""
+        return self.gm.bytes(addr, nbytes).copy()
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        """Bytes (or any array, as its bytes) into GM at `addr`."""
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        self.gm.bytes(addr, raw.nbytes)[:] = raw
+
+    def mapped(self, addr: int) -> bool:
+        return self.gm.segment_at(addr) is not None
+
+    def window(self, addr: int, dtype, count: int, name: str) -> GlobalTensor:
+        """A kernel argument: a typed window of GM, checked on every access."""
+        return GlobalTensor(self.gm, addr, dtype, count, name)
+
+    def host_copy_us(self, nbytes: int) -> float:
+        """One synchronous copy between host and device memory (the shim's round trips)."""
+        return cost_table(self.chip.arch).host_copy_us(nbytes)
+
+    # ---- observers ----
     def attach(self, observer: Observer) -> None:
         """Let `observer` hear every instruction and sync edge of every later launch."""
         self.observers.append(observer)
@@ -108,111 +150,63 @@ class SimulatedChip:
     def detach(self, observer: Observer) -> None:
         self.observers.remove(observer)
 
-    def _ub(self, core_id: int) -> np.ndarray:
-        ub = self._ubs.get(core_id)
-        if ub is None:
-            ub = self._ubs[core_id] = np.zeros(self.chip.ub_bytes, np.uint8)
-        return ub
+    def _core_memories(self, core_id: CoreId) -> dict:
+        mem = self._memories.get(core_id)
+        if mem is None:
+            mem = self._memories[core_id] = {
+                sp: np.zeros(memory_bytes(self.chip, sp), np.uint8) for sp in core_id.kind.spaces}
+        return mem
 
+    # ---- launch ----
     def launch(self, name: str, body: Callable[[AICore], None], block_num: int, mode: Mode,
-               args: Iterable[tuple[GlobalTensor, GmRole]] = ()) -> LaunchRecord:
-        """Run `body` once per block; block i runs on core i mod the core count. `args` names
-        the role of each GM tensor the kernel takes (what the debug checks know of them).
+               args: Iterable[tuple[GlobalTensor, GmRole]] = (),
+               kind: KernelType = KernelType.VECTOR) -> LaunchRecord:
+        """Run `body` once per block on the cores `kind` places them on (schedule.place).
+        `args` names the role of each GM tensor the kernel takes (what the debug checks know
+        of them).
 
-        A body that is a generator meets the other cores at each `yield sync_all()` (SyncAll):
-        every core runs up to the barrier, then all resume from the slowest one's time."""
+        A body that is a generator meets the other cores at each `yield sync_all()` (SyncAll),
+        and waits for another core's flag at each `yield cross_core_wait_flag(id)`."""
         with self._lock:
-            return self._launch(name, body, block_num, mode, args)
+            return self._launch(name, body, block_num, mode, args, kind)
 
-    def _launch(self, name, body, block_num, mode, args) -> LaunchRecord:
-        n_cores = min(block_num, self.chip.aiv_cores)
+    def _launch(self, name, body, block_num, mode, args, kind) -> LaunchRecord:
+        slots = place(kind, self.chip, block_num)
         costs = cost_table(self.chip.arch)
         recorder = TimelineRecorder() if mode.record else None
         observers = [*self.observers, *([recorder] if recorder else []),
                      *(debug_checks() if mode.debug else [])]
-        cores = [AICore(self.chip, i, mode, active_cores=n_cores, ub=self._ub(i),
-                        observers=tuple(observers))
-                 for i in core_order(name, n_cores, mode.debug)]
+        by_id = {s.core_id: s for s in slots}
+        order = [slots[i].core_id for i in core_order(name, len(slots), mode.debug)]
+        cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
+                        memories=self._core_memories(cid), observers=tuple(observers))
+                 for cid in order]
+        board = FlagBoard(self.chip, {s.core_id: s.group for s in slots}) \
+            if kind is KernelType.MIX else None
+        for c in cores:
+            c.cross_core = board
         info = LaunchInfo(name, block_num, [c.core_id for c in cores], self.chip, mode.debug,
                           {t.root[0]: GmArg(t.name, t.root[0], t.root[1], role)
-                           for t, role in args})
+                           for t, role in args}, kind.value)
         for o in observers:
             o.launch_begin(info)
-        blocks = {c.core_id: list(range(c.core_id, block_num, n_cores)) for c in cores}
-        phases = {}                      # core id -> a paused generator (between barriers)
-
-        def run_core(core: AICore) -> None:
-            with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
-                run_blocks(core)
-
-        def step(core: AICore, gen) -> None:
-            """Run a paused block up to its next barrier, or to its end."""
-            core.resume()
-            try:
-                next(gen)
-            except StopIteration:
-                phases.pop(core.core_id, None)
-                core.end_block()
-                return
-            except BaseException:
-                core.end_block(check=False)
-                raise
-            phases[core.core_id] = gen
-            core.pause()
-
-        def run_blocks(core: AICore) -> None:
-            for b in blocks[core.core_id]:
-                core.begin_block(b, block_num)
-                try:
-                    result = body(core)
-                except BaseException:
-                    core.end_block(check=False)
-                    raise
-                if result is None:
-                    core.end_block()
-                elif block_num > n_cores:
-                    core.end_block(check=False)
-                    raise IllegalInstruction(
-                        f"SyncAll needs every block resident at once: {block_num} blocks on "
-                        f"{n_cores} cores")
-                else:
-                    step(core, result)
-
-        # Cores only meet at the launch's end (or a SyncAll), so they may run on host threads;
+        # Cores only meet where they wait for each other, so they may start on host threads;
         # the modeled time does not depend on how the host ran them.
-        workers = min(host_threads(), n_cores)
-        if workers > 1:
-            with ThreadPoolExecutor(workers) as pool:
-                futures = [pool.submit(run_core, c) for c in cores]
-            for f in futures:          # the first failing core in run order reports
-                f.result()
-        else:
-            for c in cores:
-                run_core(c)
-        phase = 0
-        while phases:                  # SyncAll: everyone waits for the slowest core
-            if len(phases) != len(cores):
-                raise KernelTimeout(
-                    f"vector core execution timed out: {len(phases)} of {len(cores)} cores "
-                    f"wait at a SyncAll the others never reach")
-            for o in observers:
-                o.phase_end(phase)
-            phase += 1
-            meet = max(c.timeline.end for c in cores) + costs.flag_latency_cycles
-            for c in cores:
-                c.meet(meet)
-            with np.errstate(all="ignore"):
-                for c in cores:
-                    step(c, phases[c.core_id])
-        for o in observers:
-            o.phase_end(phase)
-        reports = [CoreReport(c.core_id, blocks[c.core_id], c.timeline.end, c.timeline.pipe_stats(),
-                              c.ub_peak, recorder.slices[c.core_id] if recorder else [],
+        Runner(cores, by_id, block_num, board, costs.flag_latency_cycles, observers).run(
+            body, min(host_threads(), len(cores)))
+        left = board.unwaited() if board is not None and mode.debug else []
+        if left:
+            raise KernelTimeout(f"AI Core execution timed out: the launch ended with "
+                                f"cross-core flags set and never waited: {', '.join(left)}")
+        reports = [CoreReport(c.core_id, by_id[c.core_id].blocks, c.timeline.end,
+                              c.timeline.pipe_stats(), c.ub_peak,
+                              recorder.slices[c.core_id] if recorder else [],
                               recorder.edges[c.core_id] if recorder else [],
-                              c.timeline.vector_busy, c.timeline.port_busy)
+                              c.timeline.compute_busy, c.timeline.port_busy, dict(c.peaks))
                    for c in sorted(cores, key=lambda c: c.core_id)]
-        record = LaunchRecord(name, block_num, self.chip.clock_mhz, costs.launch_us(n_cores),
-                              reports, self.chip)
+        record = LaunchRecord(name, block_num, self.chip.clock_mhz,
+                              costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
+                              self.chip, kind)
         for o in observers:
             o.launch_end(record)
         return record

@@ -39,6 +39,7 @@ class PipeStats:
     busy: float = 0.0
     count: int = 0
     nbytes: int = 0
+    flops: int = 0          # the Cube's multiply-adds x 2 (PIPE_M only)
 
 
 @dataclass
@@ -61,9 +62,10 @@ class Timeline:
     stats: dict = field(default_factory=lambda: defaultdict(PipeStats))
     _flags: dict = field(default_factory=lambda: defaultdict(deque))
     _starts: dict = field(default_factory=dict)
-    # Busy intervals of the vector pipe and of the GM port (each sorted, touching ones merged):
-    # enough to tell how much moving happens while nothing computes.
-    vector_busy: list = field(default_factory=list)
+    # Busy intervals of the compute pipe (V on a vector core, M on a Cube core) and of the GM
+    # port (each sorted, touching ones merged): enough to tell how much moving happens while
+    # nothing computes.
+    compute_busy: list = field(default_factory=list)
     port_busy: list = field(default_factory=list)
     last: tuple = (0.0, 0.0)          # (start, end) of the latest instruction
 
@@ -92,8 +94,8 @@ class Timeline:
     def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
         """An instruction that occupies `pipe` for `cycles`; returns its completion time."""
         start = self._dispatch(pipe)
-        if pipe is Pipe.V and cycles:
-            _extend(self.vector_busy, start, start + cycles)
+        if (pipe is Pipe.V or pipe is Pipe.M) and cycles:
+            _extend(self.compute_busy, start, start + cycles)
         return self._finish(pipe, name, start, start + cycles, cycles, 0)
 
     def transfer(self, pipe: Pipe, name: str, latency: float, cycles: float, nbytes: int) -> float:
@@ -122,13 +124,14 @@ class Timeline:
         self._flags[(src, dst, event_id)].append(when)
         return when
 
-    def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, core_id: int) -> tuple[float, float]:
+    def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, core_id: int,
+                  label: str = "vector core") -> tuple[float, float]:
         """Returns when the flag fired and when the waiting pipe resumes."""
         self._scalar_step()
         pending = self._flags.get((src, dst, event_id))
         if not pending:
             raise KernelTimeout(
-                f"vector core execution timed out: core {core_id} waits for flag "
+                f"{label} execution timed out: core {core_id} waits for flag "
                 f"{src.name}_{dst.name} id {event_id}, which no earlier set_flag raised")
         when = pending.popleft() + self.flag_latency
         if dst is Pipe.S:
@@ -138,6 +141,18 @@ class Timeline:
             self.free[dst] = max(self.free[dst], when)
             resumed = self.free[dst]
         return when - self.flag_latency, resumed
+
+    def cross_set(self, pipe: Pipe) -> float:
+        """CrossCoreSetFlag on `pipe`: returns when it fires (the pipe's earlier work done)."""
+        self._scalar_step()
+        return max(self.scalar, self.free[pipe])
+
+    def cross_wait(self, fired: float) -> float:
+        """CrossCoreWaitFlag for a flag that fired at `fired`: every pipe and the scalar unit
+        wait for it plus the flag latency; returns when the core resumes."""
+        self._scalar_step()
+        self.align(fired + self.flag_latency)
+        return self.scalar
 
     def barrier(self, pipe: Pipe | None) -> None:
         """PipeBarrier<pipe>; None means PIPE_ALL, which also holds the scalar unit."""

@@ -60,7 +60,7 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
     vec = [_busy(c, Pipe.V) for c in cores]
     busiest = [max(p, *(_busy(c, q) for q in c.pipes)) for p, c in zip(port, cores)]
     v["ai_core_util"] = round(sum(busiest) / (chip.aiv_cores * time_cycles), 4) if time_cycles else 0.0
-    exposed = [length(c.port_busy) - overlap(c.port_busy, c.vector_busy) for c in cores]
+    exposed = [length(c.port_busy) - overlap(c.port_busy, c.compute_busy) for c in cores]
     v["move_ratio"] = round(sum(e / c.cycles for e, c in zip(exposed, cores) if c.cycles)
                             / max(len(cores), 1), 4)
     v["bubble_ratio"] = round(sum(1 - b / c.cycles for b, c in zip(busiest, cores) if c.cycles)
@@ -80,7 +80,7 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
     bound = max(shares, key=shares.get)
     v["bound_pipe"] = bound
     counts = {p.lane: sum(c.pipes[p].count for c in cores if p in c.pipes) for p in Pipe if p in used}
-    overlap_share = (sum(vec) - sum(overlap(c.port_busy, c.vector_busy) for c in cores)) / max(sum(vec), 1)
+    overlap_share = (sum(vec) - sum(overlap(c.port_busy, c.compute_busy) for c in cores)) / max(sum(vec), 1)
     return Metrics(v, diagnose(v, shares, overlap_share), counts)
 
 
