@@ -1,35 +1,23 @@
 """Order-based pipe hazards: two accesses from different pipes to overlapping bytes, at least
 one a write, that no chain of sync edges orders, however the modeled times fall.
 
-Happens-before is tracked with a vector clock per pipe. What orders two instructions on the
-chip:
-- one pipe runs in order, so each instruction follows the pipe's earlier ones;
-- the scalar unit dispatches in order, so an instruction follows everything the scalar unit
-  has done or waited for when it is dispatched; dispatch order alone does not order two
-  other pipes (MTE2 may still be writing when a later vector instruction starts);
-- set_flag on pipe X fires when X's earlier work is done: it captures X's clock, and the
-  wait_flag on pipe Y that takes it joins that into Y's (enque/deque and free/alloc are such
-  pairs);
-- pipe_barrier(PIPE_ALL) waits for every pipe: the scalar unit joins them all;
-- a SyncAll and the end of a block drain every pipe.
-An access numbered n on pipe P is ordered before a later access on pipe Q when Q's clock holds
-at least n for P. The check is per address space, so UB, GM (a core reading back what it
-wrote) and a Cube's L1/L0 buffers are covered alike. A tensor used after `free_tensor` gave
-its buffer back is reported at once: the queue may refill it at any time.
+Happens-before is tracked with a vector clock per pipe (order.py); a SyncAll and the end of a
+block drain every pipe. An access numbered n on pipe P is ordered before a later access on
+pipe Q when Q's clock holds at least n for P. The check is per address space, so UB, GM (a
+core reading back what it wrote) and a Cube's L1/L0 buffers are covered alike. A tensor used
+after `free_tensor` gave its buffer back is reported at once: the queue may refill it at any
+time.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict, deque
+from collections import defaultdict
 
 from ..errors import HazardError, UseAfterFree
 from ..observe import Access, Instruction, LaunchInfo, Observer, Space, Sync, SyncKind
 from ..timeline import Pipe
-
-_PIPES = list(Pipe)
-_INDEX = {p: i for i, p in enumerate(_PIPES)}
-_S = _INDEX[Pipe.S]
+from .order import INDEX, PIPES, PipeClocks
 
 
 class _Log:
@@ -46,37 +34,14 @@ class _Log:
         return self.entries[bisect.bisect_right(self.seqs, known):]
 
 
-class _Core:
-    """Clocks, flags, access logs and freed buffers of one core."""
+class _Core(PipeClocks):
+    """Clocks, access logs and freed buffers of one core."""
 
     def __init__(self):
-        n = len(_PIPES)
-        self.clock = [[0] * n for _ in range(n)]    # clock[p][q]: p is ordered after q's 1..k
-        self.seen_s = [0] * n                       # the scalar clock version p last joined
-        self.s_version = 0
-        self.flags: dict[tuple, deque] = defaultdict(deque)
+        super().__init__()
         # space -> {(pipe index, writes?): log}; the logs of one space are checked together
         self.logs: dict[Space, dict[tuple[int, bool], _Log]] = defaultdict(dict)
-        self.freed: list[tuple[int, int, str]] = []     # (lo, hi, position) given back
-
-    def dispatch(self, p: int) -> list[int]:
-        """Pipe p's clock for an instruction dispatched now (after all the scalar unit knows)."""
-        clock = self.clock[p]
-        if p != _S and self.seen_s[p] != self.s_version:
-            s = self.clock[_S]
-            for q, v in enumerate(s):
-                if v > clock[q]:
-                    clock[q] = v
-            self.seen_s[p] = self.s_version
-        return clock
-
-    def join(self, p: int, other) -> None:
-        clock = self.clock[p]
-        for q, v in enumerate(other):
-            if v > clock[q]:
-                clock[q] = v
-        if p == _S:
-            self.s_version += 1
+        self.freed: list[tuple] = []     # (space, lo, hi, position) given back
 
     def drained(self) -> None:
         """Every pipe finished: all earlier accesses are ordered before all later ones."""
@@ -105,37 +70,25 @@ class PipeHazards(Observer):
     def sync(self, ev: Sync) -> None:
         st = self.cores[ev.core]
         kind = ev.kind
-        if kind is SyncKind.SET:
-            src = _INDEX[ev.src]
-            st.flags[(ev.src, ev.dst, ev.event_id)].append(tuple(st.dispatch(src)))
-        elif kind is SyncKind.WAIT:
-            dst = _INDEX[ev.dst]
-            st.dispatch(dst)
-            st.join(dst, st.flags[(ev.src, ev.dst, ev.event_id)].popleft())
-        elif kind is SyncKind.BARRIER and ev.src is None:       # PIPE_ALL
-            for p in range(len(_PIPES)):
-                st.join(_S, st.dispatch(p))
-        elif kind is SyncKind.SYNC_ALL:
+        st.sync(ev)
+        if kind is SyncKind.SYNC_ALL:
             st.drained()
         elif kind is SyncKind.FREE:
-            st.freed.append((*ev.buffer.span(), ev.buffer.role))
+            st.freed.append((ev.buffer.space, *ev.buffer.span(), ev.buffer.role))
         elif kind is SyncKind.ALLOC:
             lo, hi = ev.buffer.span()
-            st.freed = [b for b in st.freed if not (b[0] < hi and lo < b[1])]
+            st.freed = [b for b in st.freed
+                        if not (b[0] is ev.buffer.space and b[1] < hi and lo < b[2])]
 
     def instruction(self, ins: Instruction) -> None:
         st = self.cores[ins.core]
-        p = _INDEX[ins.pipe]
-        clock = st.dispatch(p)
-        clock[p] += 1
-        seq = clock[p]
-        if p == _S:
-            st.s_version += 1
+        p = INDEX[ins.pipe]
+        clock, seq = st.instruction(ins.pipe)
         touched = [(a, *a.span(), False) for a in ins.reads if not a.empty]
         touched += [(a, *a.span(), True) for a in ins.writes if not a.empty]
         for a, lo, hi, is_write in touched:
-            if st.freed and a.space is Space.UB:
-                _check_freed(st, ins, lo, hi, is_write)
+            if st.freed and a.space is not Space.GM:
+                _check_freed(st, ins, a.space, lo, hi, is_write)
             logs = st.logs.get(a.space)
             if logs:
                 _check(logs, ins, clock, p, a, lo, hi, is_write)
@@ -153,16 +106,18 @@ def _check(logs: dict, ins: Instruction, clock, p: int, a: Access, lo: int, hi: 
             continue
         for lo2, hi2, name in log.after(clock[q]):
             if lo2 < hi and lo < hi2:
-                raise HazardError(_hazard(ins, a, lo, hi, is_write, _PIPES[q], name, lo2, hi2,
+                raise HazardError(_hazard(ins, a, lo, hi, is_write, PIPES[q], name, lo2, hi2,
                                           other_writes))
 
 
-def _check_freed(st: _Core, ins: Instruction, lo: int, hi: int, is_write: bool) -> None:
-    for blo, bhi, position in st.freed:
-        if blo < hi and lo < bhi:
+def _check_freed(st: _Core, ins: Instruction, space: Space, lo: int, hi: int,
+                 is_write: bool) -> None:
+    for bspace, blo, bhi, position in st.freed:
+        if bspace is space and blo < hi and lo < bhi:
             raise UseAfterFree(
                 f"use after free_tensor on core {ins.core}: {ins.name} ({ins.pipe.lane}) "
-                f"{'writes' if is_write else 'reads'} UB [{lo:#x}, {hi:#x}) of a {position} "
+                f"{'writes' if is_write else 'reads'} {space.value} [{lo:#x}, {hi:#x}) of a "
+                f"{position} "
                 f"buffer [{blo:#x}, {bhi:#x}) that free_tensor gave back to its queue (the "
                 f"next alloc_tensor may refill it at any time): finish with a tensor before "
                 f"freeing it")

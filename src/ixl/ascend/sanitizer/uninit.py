@@ -18,14 +18,12 @@ import threading
 
 import numpy as np
 
+from ..core import memory_bytes
 from ..errors import UninitialisedRead
 from ..observe import Access, GmRole, Instruction, LaunchInfo, Observer, Rows, Space
 from ..timeline import Pipe
 
 ALL = 0xFF      # a byte whose 8 bits were all written
-# The chip field that sizes each on-core memory.
-_SIZE = {Space.UB: "ub_bytes", Space.L1: "l1_bytes", Space.L0A: "l0a_bytes",
-         Space.L0B: "l0b_bytes", Space.L0C: "l0c_bytes"}
 
 
 class _Shadow:
@@ -94,7 +92,7 @@ class UninitReads(Observer):
         mem = self.cores[core]
         shadow = mem.get(a.space)
         if shadow is None:
-            shadow = mem[a.space] = _Shadow(getattr(self.chip, _SIZE[a.space]))
+            shadow = mem[a.space] = _Shadow(memory_bytes(self.chip, a.space))
         return shadow
 
     def instruction(self, ins: Instruction) -> None:
