@@ -17,6 +17,7 @@ from .ascend import AICore, ChipSpec, LaunchRecord, Mode, SimulatedChip, get_chi
 from .ascend import lang as asc
 from .ascend.gm import GlobalMemory, GlobalTensor
 from .nixl import REGISTRY, KernelContext, TensorDesc
+from .nixl.tuning import TuningConfig
 
 F16 = np.dtype(np.float16)
 ADD_SIDE = 8192            # Add: 8192 x 8192 float16, out = a + b (402.7 MB moved)
@@ -55,7 +56,7 @@ def add_workload(chip: ChipSpec, name: str, measured_us: float, *, cores: int,
     entry = REGISTRY.native("Add")
     desc = TensorDesc.nd((ADD_SIDE, ADD_SIDE), "float16")
     plan = entry.tiling([desc, desc], [desc], {}, chip,
-                        {"block_dim": cores, "tile": chunk_bytes // 2, "buffer_num": buffer_num})
+                        TuningConfig(block_dim=cores, tile=chunk_bytes // 2, buffer_num=buffer_num))
 
     def body(core: AICore) -> None:
         ctx = KernelContext(core.block_idx, core.block_num, plan.tiling, chip)

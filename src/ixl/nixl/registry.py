@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 from ..hixl import OpSchema, get_op
 from .tensor_desc import TensorDesc
+from .tuning import TuningSpace
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,13 @@ class LaunchPlan:
 class KernelEntry:
     op: str
     kernel: Callable[..., None]          # kernel(ctx, *inputs, *outputs) on GlobalTensors
-    tiling: Callable[..., LaunchPlan]    # tiling(in_descs, out_descs, attrs, chip, config)
+    tiling: Callable[..., LaunchPlan]    # tiling(in_descs, out_descs, attrs, chip, TuningConfig)
     dtypes: tuple[str, ...]
     built_for_runtime: str
     declines: Callable[..., str | None] = lambda in_descs, attrs: None
     desc_fn: Callable[..., list[TensorDesc]] | None = None   # storage layout of outputs
     tile_unit: Callable[..., int] | None = None             # elements per tile (for verify)
-    tuning_space: dict = field(default_factory=dict)
+    tuning_space: TuningSpace = field(default_factory=TuningSpace)   # what `ixl tune` sweeps
     arg_names: tuple[str, ...] | None = None   # GM tensor names (default: the schema's)
 
     @property
@@ -58,9 +59,10 @@ class FusionProvider(Protocol):
 
 
 class Registry:
-    def __init__(self):
+    def __init__(self, load_library: bool = True):
+        """`load_library=False`: only what is registered into it, never the kernel library."""
         self._kernels: dict[str, KernelEntry] = {}
-        self._loaded = False
+        self._loaded = not load_library
         self._fusion: FusionProvider | None = None
 
     @property
