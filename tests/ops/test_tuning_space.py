@@ -71,6 +71,7 @@ def test_every_point_of_the_tuning_space_runs_or_declines_on_a_small_case(op):
         except ConfigDoesNotFit:
             continue
         assert dev.last_profile.path == "native", (point, dev.last_profile.reason)
+        assert dev.last_profile.tiling.buffer_num == point.buffers      # the tiling carries it
         for got, ref in zip(outs, want):
             c = compare(got.numpy().reshape(got.shape), ref, schema.tolerance(dtype))
             assert c.ok, (point, c.summary())

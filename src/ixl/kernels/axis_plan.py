@@ -35,7 +35,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import LaunchPlan, TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .axis_ub import PLAIN, Fusion, block_quantum, row_pitch, ub_plan
-from .tiling import largest_fit, split_units
+from .tiling import Tiling, largest_fit, split_units
 
 TUNING_FIELDS = ("buffer_num", "tile_div", "block_dim", "accumulate")
 TUNING_SPACE = TuningSpace(buffer_num=(1, 2, 4), tile_div=(1, 2, 4), core_div=(1, 2))
@@ -49,7 +49,7 @@ def padded_storage(in_descs, attrs=None) -> str | None:
 
 
 @dataclass(frozen=True)
-class AxisTiling:
+class AxisTiling(Tiling):
     dtype: str               # storage dtype
     compute_dtype: str       # float32 for halves: statistics accumulate in float32 (R8, R13)
     layout: str              # "row" or "column"

@@ -31,7 +31,7 @@ from ..nixl.tuning import DoesNotFit, TuningConfig
 from . import broadcast
 from .broadcast import InputPlan
 from .program import BodyArgs, Step, resolve_program, scalar_inputs
-from .tiling import largest_fit, split_cores, split_units, tile_elements
+from .tiling import Tiling, largest_fit, split_cores, split_units, tile_elements
 from .ub import copy, read_scalars, spread
 
 TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
@@ -40,7 +40,7 @@ TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
 # ---------------------------------------------------------------- tiling data
 
 @dataclass(frozen=True)
-class ElementwiseTiling:
+class ElementwiseTiling(Tiling):
     total: int             # elements of the output
     per_core: int          # output elements (flat) or rows (row layout) per core
     tile: int              # elements per tile (flat) or rows per tile (row layout)

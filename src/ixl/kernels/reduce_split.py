@@ -22,7 +22,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, LaunchPlan, TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig
 from .reducers import REDUCERS
-from .tiling import split_cores, tile_elements
+from .tiling import Tiling, split_cores, tile_elements
 
 F32 = np.dtype(np.float32)
 EVENT = 7      # the event id of the hand-placed flags: the plan keeps the queue's slots below it
@@ -31,7 +31,7 @@ EVENT = 7      # the event id of the hand-placed flags: the plan keeps the queue
 # ---------------------------------------------------------------- tiling data
 
 @dataclass(frozen=True)
-class SplitTiling:
+class SplitTiling(Tiling):
     units: int          # output values (rows of the input)
     length: int         # elements reduced into each
     per_unit: int       # cores working on one row

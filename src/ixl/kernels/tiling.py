@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
-from ..nixl.tuning import DoesNotFit
+from ..nixl.tuning import DoesNotFit, TuningConfig
+
+
+class Tiling:
+    """What every tiling dataclass is: tiling data that carries the TuningConfig it was planned
+    for (its `config` field) and answers the fields tools read of any tiling."""
+
+    config: TuningConfig
+
+    @property
+    def buffer_num(self) -> int:
+        """Slots per queue."""
+        return self.config.buffers
 
 
 def tile_elements(chip: ChipSpec, *, queued_bytes: int, buffer_num: int,
