@@ -33,3 +33,20 @@ def ub_tensor(core, dtype, count, fill=None):
     if fill is not None:
         t.view()[:] = fill
     return t
+
+
+def run_specs(dev, op, specs, attrs=None, config=None, arrays=None):
+    """Run `op` on inputs made from `specs` (empty tensors, or `arrays` when given; a spec's
+    value when it has one), free the inputs and return the outputs as a tuple."""
+    if arrays is None:
+        ins = [None if s is None else dev.empty(s.shape, s.dtype) if s.value is None
+               else dev.tensor(np.asarray(s.value, ixl.hixl.to_numpy(s.dtype))) for s in specs]
+    else:
+        ins = [None if a is None else dev.tensor(a) for a in arrays]
+    try:
+        outs = dev.run(op, *ins, config=config, **(attrs or {}))
+    finally:
+        for t in ins:
+            if t is not None:
+                t.free()
+    return outs if isinstance(outs, tuple) else (outs,)

@@ -14,6 +14,7 @@ from ixl.ascend import get_chip
 from ixl.hixl import ArgSpec, HixlError, get_op
 from ixl.nixl import REGISTRY, KernelDeclined, LaunchPlan, TensorDesc
 from ixl.nixl.tuning import ConfigDoesNotFit, TuningConfig
+from tests.helpers import run_specs
 
 MAX_ELEMENTS = 1 << 20
 DIM = st.one_of(st.integers(0, 9), st.integers(10, 300), st.sampled_from([4096, 30522, 49152,
@@ -72,19 +73,13 @@ def _plan_or_decline(dev, op, specs, attrs, config):
     except KernelDeclined:
         plan = None
     assert plan is None or isinstance(plan, LaunchPlan)
-    ins = [None if s is None else dev.empty(s.shape, s.dtype) if s.value is None
-           else dev.tensor(np.asarray(s.value, ixl.hixl.to_numpy(s.dtype))) for s in specs]
     try:
-        result = dev.run(op, *ins, config=config, **attrs)
+        result = run_specs(dev, op, specs, attrs, config)
     except ConfigDoesNotFit:
         assert plan is None and config is not None
         event("the config does not fit")
         return
-    finally:
-        for t in ins:
-            if t is not None:
-                t.free()
-    for t in result if isinstance(result, tuple) else (result,):
+    for t in result:
         t.free()
     assert (dev.last_profile.path == "native") == (plan is not None), dev.last_profile.reason
     event("planned and ran" if plan is not None else "declined by the host tiling")

@@ -15,6 +15,7 @@ from ixl.nixl.tuning import ConfigDoesNotFit, TuningConfig
 from ixl.profile.tune import NotTunable, Tuner
 from ixl.verify.cases import sample_specs
 from ixl.verify.compare import compare
+from tests.helpers import run_specs
 
 NATIVE = sorted(op for op in all_ops() if REGISTRY.native(op) is not None)
 
@@ -40,22 +41,6 @@ def _native_cases(op: str, dtype: str) -> list:
     return [(case, specs) for _, case, specs in sorted(cases, key=lambda c: c[0])]
 
 
-def _run(dev, op, specs, attrs, config, arrays=None):
-    if arrays is None:
-        ins = [None if s is None else dev.empty(s.shape, s.dtype) if s.value is None
-               else dev.tensor(np.asarray(s.value, ixl.hixl.to_numpy(s.dtype)))
-               for s in specs]
-    else:
-        ins = [None if a is None else dev.tensor(a) for a in arrays]
-    try:
-        outs = dev.run(op, *ins, config=config, **attrs)
-    finally:
-        for t in ins:
-            if t is not None:
-                t.free()
-    return outs if isinstance(outs, tuple) else (outs,)
-
-
 @pytest.mark.parametrize("op", NATIVE)
 def test_every_point_of_the_tuning_space_runs_or_declines_on_a_small_case(op):
     dtype = "float16"
@@ -67,7 +52,7 @@ def test_every_point_of_the_tuning_space_runs_or_declines_on_a_small_case(op):
     ran = 0
     for point in REGISTRY.native(op).tuning_space.points(dev.chip):
         try:
-            outs = _run(dev, op, specs, case.attrs, point.to_dict(), arrays)
+            outs = run_specs(dev, op, specs, case.attrs, point.to_dict(), arrays)
         except ConfigDoesNotFit:
             continue
         assert dev.last_profile.path == "native", (point, dev.last_profile.reason)
@@ -89,7 +74,7 @@ def test_every_point_of_the_tuning_space_runs_or_declines_on_a_large_case(op):
     ran = 0
     for point in REGISTRY.native(op).tuning_space.points(dev.chip):
         try:
-            outs = _run(dev, op, specs, case.attrs, point.to_dict())
+            outs = run_specs(dev, op, specs, case.attrs, point.to_dict())
         except ConfigDoesNotFit:
             continue
         assert dev.last_profile.path == "native", (point, dev.last_profile.reason)

@@ -124,9 +124,9 @@ def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: TuningConfig | None = 
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the axis kernels")
     cdt = compute_dtype(x.dtype, config)
     s_isz, c_isz = x.itemsize, to_numpy(cdt).itemsize
-    a = _analyse(x.shape, frozenset(axes), rows_only=op.params > 0)
-    outer = math.prod(s for s, _ in a.kept)
-    if a.length == 0 and not op.stat_outputs:
+    grouped = _analyse(x.shape, frozenset(axes), rows_only=op.params > 0)
+    outer = math.prod(s for s, _ in grouped.kept)
+    if grouped.length == 0 and not op.stat_outputs:
         outer = 0                                    # only empty outputs: nothing to launch
 
     def ub(layout, rows, pitch, streaming):
@@ -136,65 +136,66 @@ def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: TuningConfig | None = 
     def budget(layout, rows, pitch, streaming):
         return config.divisor * ub(layout, rows, pitch, streaming).total
 
-    if a.layout == "row":
+    if grouped.layout == "row":
         block_dim, per_core = split_units(outer, chip, config.block_dim)
-        geo = _row_geometry(a, per_core, budget, chip, s_isz, c_isz)
+        geo = _row_geometry(grouped, per_core, budget, chip, s_isz, c_isz)
         width, units = 1, outer
     else:
-        width = _column_width(a, outer, budget, chip, s_isz, c_isz)
-        units = outer * ceil_div(a.inner, width)
+        width = _column_width(grouped, outer, budget, chip, s_isz, c_isz)
+        units = outer * ceil_div(grouped.inner, width)
         block_dim, per_core = split_units(units, chip, config.block_dim)
-        geo = _column_geometry(a, width, budget, chip, s_isz, c_isz)
+        geo = _column_geometry(grouped, width, budget, chip, s_isz, c_isz)
     rows, segment, pitch, resident = geo
-    queues = ub(a.layout, rows, pitch, not resident).out_queues
+    queues = ub(grouped.layout, rows, pitch, not resident).out_queues
     if queues * config.buffers > chip.event_ids_per_position:
         raise DoesNotFit(f"{queues} output queues x {config.buffers} buffers need "
                          f"{queues * config.buffers} event ids; VECOUT has "
                          f"{chip.event_ids_per_position} on {chip.name}")
-    tiling = AxisTiling(x.dtype, cdt, a.layout, a.length, a.inner, a.kept, a.folded, width,
-                        units, per_core, rows, segment, pitch, resident, config,
-                        rows * pitch, float(epsilon), params, param_repeat)
+    tiling = AxisTiling(x.dtype, cdt, grouped.layout, grouped.length, grouped.inner,
+                        grouped.kept, grouped.folded, width, units, per_core, rows, segment,
+                        pitch, resident, config, rows * pitch, float(epsilon), params,
+                        param_repeat)
     return LaunchPlan(block_dim, tiling, _workspace(tiling, block_dim, s_isz, chip))
 
 
-def _row_geometry(a: _Axes, per_core: int, budget, chip, s_isz, c_isz):
+def _row_geometry(grouped: _Axes, per_core: int, budget, chip, s_isz, c_isz):
     """(rows, segment, pitch, resident) for rows: as many whole rows as fit, else the longest
     segment that fits."""
     ub = chip.ub_bytes
-    if not a.folded:
-        pitch = row_pitch(a.length, chip, s_isz, c_isz)
+    if not grouped.folded:
+        pitch = row_pitch(grouped.length, chip, s_isz, c_isz)
         upper = max(1, min(per_core, chip.max_copy_blocks))
         rows = largest_fit(lambda r: budget("row", r, pitch, False), ub, upper)
         if rows:
             tiles = ceil_div(max(per_core, 1), rows)
-            return ceil_div(max(per_core, 1), tiles), a.length, pitch, True
+            return ceil_div(max(per_core, 1), tiles), grouped.length, pitch, True
     quantum = math.lcm(block_quantum(chip, c_isz), chip.block_elems(s_isz))
     most = quantum * largest_fit(lambda n: budget("row", 1, n * quantum, True), ub,
                                  ub // (quantum * s_isz))
     if most == 0:
         raise DoesNotFit(f"no segment of {quantum} elements fits in {ub} bytes of UB")
-    if a.length <= most:
-        pitch = row_pitch(a.length, chip, s_isz, c_isz)
+    if grouped.length <= most:
+        pitch = row_pitch(grouped.length, chip, s_isz, c_isz)
         if budget("row", 1, pitch, True) <= ub:
-            return 1, a.length, pitch, False
+            return 1, grouped.length, pitch, False
     seg = most
     while seg > 0:
-        rest = a.length % seg
+        rest = grouped.length % seg
         pitch = max(seg, row_pitch(rest, chip, s_isz, c_isz) if rest else seg)
         if row_pitch(seg, chip, s_isz, c_isz) == seg and budget("row", 1, pitch, True) <= ub:
             return 1, seg, pitch, False
         seg -= quantum
-    raise DoesNotFit(f"no segment of a row of {a.length} elements fits in {ub} bytes of UB")
+    raise DoesNotFit(f"no segment of a row of {grouped.length} elements fits in {ub} bytes of UB")
 
 
-def _column_width(a: _Axes, outer: int, budget, chip, s_isz, c_isz) -> int:
+def _column_width(grouped: _Axes, outer: int, budget, chip, s_isz, c_isz) -> int:
     """Columns per unit: enough units for every core, as wide as UB allows."""
     step = max(chip.block_elems(s_isz), chip.block_elems(c_isz))
     chunks = ceil_div(chip.aiv_cores, max(outer, 1))
-    width = min(a.inner, round_up(ceil_div(a.inner, chunks), step))
-    if not a.folded and a.length <= chip.max_copy_blocks:
-        fit = step * largest_fit(lambda n: budget("column", a.length, n * step, False),
-                                 chip.ub_bytes, round_up(a.inner, step) // step)
+    width = min(grouped.inner, round_up(ceil_div(grouped.inner, chunks), step))
+    if not grouped.folded and grouped.length <= chip.max_copy_blocks:
+        fit = step * largest_fit(lambda n: budget("column", grouped.length, n * step, False),
+                                 chip.ub_bytes, round_up(grouped.inner, step) // step)
         if fit:
             return min(width, fit)
     while width > step and budget("column", 1, round_up(width, step), True) > chip.ub_bytes:
@@ -202,33 +203,33 @@ def _column_width(a: _Axes, outer: int, budget, chip, s_isz, c_isz) -> int:
     return width
 
 
-def _column_geometry(a: _Axes, width: int, budget, chip, s_isz, c_isz):
+def _column_geometry(grouped: _Axes, width: int, budget, chip, s_isz, c_isz):
     step = max(chip.block_elems(s_isz), chip.block_elems(c_isz))
     pitch = round_up(width, step)
-    if not a.folded and a.length <= chip.max_copy_blocks \
-            and budget("column", a.length, pitch, False) <= chip.ub_bytes:
-        return a.length, a.length, pitch, True
+    if not grouped.folded and grouped.length <= chip.max_copy_blocks \
+            and budget("column", grouped.length, pitch, False) <= chip.ub_bytes:
+        return grouped.length, grouped.length, pitch, True
     rows = largest_fit(lambda r: budget("column", r, pitch, True), chip.ub_bytes,
-                       min(a.length, chip.max_copy_blocks))
+                       min(grouped.length, chip.max_copy_blocks))
     if rows == 0:
         raise DoesNotFit(f"no tile of one row of {pitch} columns fits in {chip.ub_bytes} "
                          f"bytes of UB")
-    return rows, a.length, pitch, False
+    return rows, grouped.length, pitch, False
 
 
-def _param_bytes(t: AxisTiling, s_isz: int, chip) -> int:
+def _param_bytes(tiling: AxisTiling, s_isz: int, chip) -> int:
     """GM bytes of one expanded parameter row."""
-    return round_up(t.length * s_isz, chip.gm_alloc_align)
+    return round_up(tiling.length * s_isz, chip.gm_alloc_align)
 
 
-def _workspace(t: AxisTiling, block_dim: int, s_isz: int, chip) -> int:
+def _workspace(tiling: AxisTiling, block_dim: int, s_isz: int, chip) -> int:
     """GM scratch for parameters that broadcast over the normalised row: each core writes the
     expanded copy it reads back."""
-    if all(r == 1 for r in t.param_repeat):
+    if all(r == 1 for r in tiling.param_repeat):
         return 0
-    return block_dim * len(t.param_repeat) * _param_bytes(t, s_isz, chip)
+    return block_dim * len(tiling.param_repeat) * _param_bytes(tiling, s_isz, chip)
 
 
-def param_region(t: AxisTiling, block_idx: int, index: int, s_isz: int, chip) -> int:
+def param_region(tiling: AxisTiling, block_idx: int, index: int, s_isz: int, chip) -> int:
     """Byte offset of one core's expanded parameter `index` in the workspace."""
-    return (block_idx * len(t.param_repeat) + index) * _param_bytes(t, s_isz, chip)
+    return (block_idx * len(tiling.param_repeat) + index) * _param_bytes(tiling, s_isz, chip)

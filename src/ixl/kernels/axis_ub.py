@@ -128,9 +128,9 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
         stats=slots * cap * c_isz, bc=round_up(rows, per_rep) * blk * c_isz if row else 0,
         params=params * pitch * c_isz, bodies=sum(fusion.buffers(widen)) * span * c_isz,
         scalars=len(fusion.scalars) * chip.block_bytes)
-    a = chip.block_bytes
-    queued = sum(round_up(sizes[k], a) for k in ("in_slot", "out_slot", "stat_slot"))
-    single = sum(round_up(sizes[k], a)
+    block = chip.block_bytes
+    queued = sum(round_up(sizes[k], block) for k in ("in_slot", "out_slot", "stat_slot"))
+    single = sum(round_up(sizes[k], block)
                  for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
-    total = queued * buffer_num + single + sum(round_up(r, a) for r in red)
+    total = queued * buffer_num + single + sum(round_up(r, block) for r in red)
     return UbPlan(**sizes, cap=cap, slots=slots, total=total)

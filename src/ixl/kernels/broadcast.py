@@ -82,7 +82,7 @@ def input_plans(in_descs: list, out_shape: tuple[int, ...], scalar_ids: set[int]
 
 def row_pad(width: int, itemsizes: list[int], chip: ChipSpec) -> int:
     """Elements per UB row: `width` padded to whole blocks of the narrowest type."""
-    return round_up(width, chip.block_bytes // min(itemsizes))
+    return round_up(width, chip.block_elems(min(itemsizes)))
 
 
 # ---------------------------------------------------------------- rows in and out
@@ -115,8 +115,9 @@ def copy_rows_out(dst: asc.GlobalTensor, y: asc.LocalTensor, out_shape: tuple[in
     n_last = out_shape[-1]
     nbytes = tile.width * isz
     ub_gap = (pad * isz - round_up(nbytes, chip.block_bytes)) // chip.block_bytes
+    gm_gap = (n_last - tile.width) * isz
     asc.data_copy_pad(dst[tile.row * n_last + tile.col], y,
-                      asc.DataCopyExtParams(tile.rows, nbytes, ub_gap, (n_last - tile.width) * isz))
+                      asc.DataCopyExtParams(tile.rows, nbytes, ub_gap, gm_gap))
 
 
 def _spread_rows(x: asc.LocalTensor, rows: int, pad: int) -> None:

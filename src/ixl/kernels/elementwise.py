@@ -180,7 +180,7 @@ def _row_segments(in_descs, out, cdt, steps, config, chip) -> dict:
     inputs, _ = broadcast.input_plans(in_descs, out.shape, scalar_inputs(steps),
                                       segmented=True)
     itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not p.scalar] + [out.itemsize]
-    blk = chip.block_bytes // min(itemsizes)
+    blk = chip.block_elems(min(itemsizes))
     budget = _budget(inputs, out, cdt, steps, config, chip)
     lanes = chip.lanes(2)
     blocks = ceil_div(out.shape[-1], blk)

@@ -84,11 +84,11 @@ def _unary(instr, float32=False):
 
 
 def _leaky_relu(a: BodyArgs):
-    t = a.tmp[0]
-    asc.mins(t, a.xs[0], 0.0, a.n)
-    asc.muls(t, t, a.attrs["alpha"], a.n)
+    tmp = a.tmp[0]
+    asc.mins(tmp, a.xs[0], 0.0, a.n)
+    asc.muls(tmp, tmp, a.attrs["alpha"], a.n)
     asc.maxs(a.y, a.xs[0], 0.0, a.n)
-    asc.add(a.y, a.y, t, a.n)
+    asc.add(a.y, a.y, tmp, a.n)
 
 
 def _sigmoid(a: BodyArgs):
@@ -131,15 +131,15 @@ def _pow(a: BodyArgs):
     if p in special:
         special[p]()
         return
-    t = a.tmp[0]
+    tmp = a.tmp[0]
     integer = p.is_integer()
     if integer:
-        asc.abs(t, x, n)
-        asc.ln(t, t, n)
+        asc.abs(tmp, x, n)
+        asc.ln(tmp, tmp, n)
     else:
-        asc.ln(t, x, n)
-    asc.muls(t, t, p, n)
-    asc.exp(y, t, n)
+        asc.ln(tmp, x, n)
+    asc.muls(tmp, tmp, p, n)
+    asc.exp(y, tmp, n)
     if integer and int(p) % 2:
         _with_sign_of(y, x, a, a.tmp[1], a.tmp[2].reinterpret("uint8"))
 
@@ -241,10 +241,11 @@ def _register(op: str) -> None:
 def _tile_unit(op: str):
     def unit(spec, chip) -> int:
         desc = TensorDesc.nd((1 << 20,), spec.dtype)
-        n = len(get_op(op).inputs) - len(BODIES[op].scalars)
-        p = _tiling(op)([desc] * n + [TensorDesc.nd((), spec.dtype)] * len(BODIES[op].scalars),
-                        [desc], {}, chip, None)
-        return p.tiling.tile * chip.aiv_cores
+        scalars = len(BODIES[op].scalars)
+        n = len(get_op(op).inputs) - scalars
+        launch = _tiling(op)([desc] * n + [TensorDesc.nd((), spec.dtype)] * scalars, [desc], {},
+                             chip, None)
+        return launch.tiling.tile * chip.aiv_cores
     return unit
 
 
