@@ -59,6 +59,7 @@ class ElementwiseTiling(Tiling):
 # ---------------------------------------------------------------- host tiling
 
 def compute_dtype(dtypes: list[str], steps: tuple[Step, ...]) -> str:
+    """float16 when every value is float16 (or bool) and no body asks for float32."""
     wide = any(s.body.float32 for s in steps) or any(
         d not in ("float16", "bool") for d in dtypes)
     return "float32" if wide else "float16"
@@ -151,13 +152,13 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
     n_last = out.shape[-1]
     n_rows = out.size // n_last if n_last else 0
     block_dim, per_core = split_units(n_rows, chip, config.block_dim)
-    tiling = _whole_rows(in_descs, inputs, out, cdt, steps, config, chip) \
+    tiling = _whole_rows(inputs, out, cdt, steps, config, chip) \
         or _row_segments(in_descs, out, cdt, steps, config, chip)
     return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, rows=True, **tiling,
                                                    **base))
 
 
-def _whole_rows(in_descs, inputs, out, cdt, steps, config, chip) -> dict | None:
+def _whole_rows(inputs, out, cdt, steps, config, chip) -> dict | None:
     """Tiles of whole output rows, or None when a padded row is longer than a tile."""
     itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not p.scalar] + [out.itemsize]
     pad = broadcast.row_pad(out.shape[-1], itemsizes, chip)
