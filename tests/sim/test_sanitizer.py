@@ -17,7 +17,7 @@ from ixl.ascend.gm import GlobalTensor
 from ixl.ascend.observe import GmRole
 from ixl.nixl import KernelEntry, LaunchPlan
 from ixl.nixl.registry import Registry
-from tests.conftest import device_with_kernel, random_pair
+from tests.helpers import device_with_kernel, random_pair
 
 GM = r"GM \[0x[0-9a-f]+, 0x[0-9a-f]+\)"      # a GM range (addresses depend on the allocator)
 
