@@ -88,9 +88,10 @@ def row_pad(width: int, itemsizes: list[int], chip: ChipSpec) -> int:
 # ---------------------------------------------------------------- rows in and out
 
 def copy_rows_in(x: asc.LocalTensor, src: asc.GlobalTensor, p: InputPlan,
-                 out_shape: tuple[int, ...], tile, pad: int) -> None:
+                 out_shape: tuple[int, ...], tile, pad: int, spread_event: int) -> None:
     """Rows `tile.row` .. + `tile.rows` of input p, columns from `tile.col` on, into x in padded
-    row layout (`pad` elements a row); an input broadcast along the row is spread over it."""
+    row layout (`pad` elements a row); an input broadcast along the row is spread over it, after
+    an MTE2 -> V flag of id `spread_event` (one the pipe allocated, no queue's)."""
     chip, isz = x.core.chip, x.itemsize
     offsets = _row_offsets(p, out_shape, tile.row, tile.rows)
     if not p.last_broadcast:
@@ -103,8 +104,8 @@ def copy_rows_in(x: asc.LocalTensor, src: asc.GlobalTensor, p: InputPlan,
         asc.data_copy_pad(x[start * ub_pitch], src[int(offsets[start])],
                           asc.DataCopyExtParams(count, width * isz, gm_gap, ub_gap))
     if p.last_broadcast:
-        asc.set_flag(asc.HardEvent.MTE2_V, 1)
-        asc.wait_flag(asc.HardEvent.MTE2_V, 1)
+        asc.set_flag(asc.HardEvent.MTE2_V, spread_event)
+        asc.wait_flag(asc.HardEvent.MTE2_V, spread_event)
         _spread_rows(x, tile.rows, pad)
 
 

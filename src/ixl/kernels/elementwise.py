@@ -103,9 +103,11 @@ def _budget(inputs, out: TensorDesc, cdt: str, steps, config: TuningConfig,
             chip: ChipSpec) -> _Budget:
     streamed = [p for p in inputs if not p.scalar]
     queues = sum(1 for p in streamed if not p.once)
-    if queues * config.buffers > chip.event_ids_per_position:
-        raise DoesNotFit(f"{queues} input queues x {config.buffers} buffers need "
-                         f"{queues * config.buffers} event ids; VECIN has "
+    spreads = any(p.last_broadcast and not p.once for p in streamed)   # an MTE2 -> V flag
+    if queues * config.buffers + spreads > chip.event_ids_per_position:
+        raise DoesNotFit(f"{queues} input queues x {config.buffers} buffers"
+                         f"{' and a spread flag' if spreads else ''} need "
+                         f"{queues * config.buffers + spreads} MTE2 -> V event ids; the chip has "
                          f"{chip.event_ids_per_position} on {chip.name}")
     c_isz = to_numpy(cdt).itemsize
     queued = sum(to_numpy(p.dtype).itemsize for p in streamed if not p.once) + out.itemsize
@@ -350,6 +352,13 @@ class RowKernel(ElementwiseKernel):
     """The row layout (some input broadcasts): tiles of whole output rows, or of segments of
     rows too long for a tile, in padded row layout."""
 
+    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor):
+        """Init as the flat kernel, plus the event id that orders a row's spread after its
+        copy-in (a flag of its own: the queues' ids are taken by their enque/deque)."""
+        super().__init__(ctx, srcs, dst)
+        spreads = any(self.tiling.inputs[i].last_broadcast for i in self.queues)
+        self.spread_event = self.pipe.alloc_event_id(asc.HardEvent.MTE2_V) if spreads else -1
+
     @property
     def capacity(self) -> int:
         return self.tiling.tile * self.tiling.row_pad + self.lanes
@@ -387,7 +396,7 @@ class RowKernel(ElementwiseKernel):
             p = self.tiling.inputs[i]
             x = q.alloc_tensor(to_numpy(p.dtype))
             broadcast.copy_rows_in(x, self.srcs[i], p, self.tiling.out_shape, tile,
-                                   self.tiling.row_pad)
+                                   self.tiling.row_pad, self.spread_event)
             q.enque(x)
 
     def copy_out(self, tile) -> None:
