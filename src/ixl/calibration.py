@@ -18,6 +18,7 @@ from .ascend import lang as asc
 from .ascend.gm import GlobalMemory, GlobalTensor
 from .hixl import BadInput
 from .nixl import REGISTRY, KernelContext, TensorDesc
+from .nixl.tuning import TuningConfig
 
 MEASURED_CHIP = "910B1"    # the chip every measurement below was made on
 
@@ -58,7 +59,7 @@ def add_workload(chip: ChipSpec, name: str, measured_us: float, *, cores: int,
     entry = REGISTRY.native("Add")
     desc = TensorDesc.nd((ADD_SIDE, ADD_SIDE), "float16")
     plan = entry.tiling([desc, desc], [desc], {}, chip,
-                        {"block_dim": cores, "tile": chunk_bytes // 2, "buffer_num": buffer_num})
+                        TuningConfig(block_dim=cores, tile=chunk_bytes // 2, buffer_num=buffer_num))
 
     def body(core: AICore) -> None:
         ctx = KernelContext(core.block_idx, core.block_num, plan.tiling, chip)

@@ -45,6 +45,7 @@ def float16():
     return MiniLM("910B1", "float16").embed(SENTENCES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i", range(len(SENTENCES)))
 def test_float32_matches_sentence_transformers(float32, i):
     ours = float32[1].vectors[i]
@@ -52,6 +53,7 @@ def test_float32_matches_sentence_transformers(float32, i):
     assert np.abs(ours - REFERENCE[i]).max() <= 1e-3
 
 
+@pytest.mark.slow
 def test_float16_cosine(float16):
     assert float16.vectors.dtype == np.float32 and float16.vectors.shape == (len(SENTENCES), 384)
     for i, ours in enumerate(float16.vectors):
@@ -60,6 +62,7 @@ def test_float16_cosine(float16):
     assert matmuls == {"float16"}
 
 
+@pytest.mark.slow
 def test_padding_is_masked_and_every_run_has_a_path(float32):
     model, result = float32
     enc = result.encoded[0]
@@ -72,12 +75,14 @@ def test_padding_is_masked_and_every_run_has_a_path(float32):
     assert model.modeled_us([enc], fuse=False) > record.time_us
 
 
+@pytest.mark.slow
 def test_long_texts_take_the_256_bucket_and_truncate_at_max_seq_length(float32):
     model = float32[0]
     assert model.encode("word " * 200).length == 256
     assert model.encode("word " * 400).tokens == 256
 
 
+@pytest.mark.slow
 def test_the_shape_arithmetic_is_folded_for_the_bucket(float32):
     model = float32[0]
     ops = [n.op for n in model.rep(128).graph.nodes]
@@ -86,6 +91,7 @@ def test_the_shape_arithmetic_is_folded_for_the_bucket(float32):
     assert len(ops) < len(model.prepared.graph.nodes) / 2
 
 
+@pytest.mark.slow
 def test_cli_writes_embeddings_and_the_profile(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())

@@ -1,11 +1,15 @@
-"""Every op against its HIXL golden over every sample case and dtype, in debug mode (R8)."""
+"""Every op against its HIXL golden over every sample case and dtype, in debug mode (R8); the
+tier A kernels take every one of their cases natively. The "large" cases are marked slow (the
+boundary cases stay in every run)."""
 
 import pytest
 
 import ixl
 from ixl.verify.cases import iter_samples, run_case, sample_specs
 
-CASES = list(iter_samples())
+CASES = [pytest.param(s, c, d, id=f"{s.name}-{c.note}-{d}",
+                      marks=[pytest.mark.slow] if c.note.startswith("large") else [])
+         for s, c, d in iter_samples()]
 
 
 @pytest.fixture(scope="module")
@@ -15,12 +19,13 @@ def debug_dev():
     assert d.close() == []
 
 
-@pytest.mark.parametrize("schema, case, dtype", CASES,
-                         ids=[f"{s.name}-{c.note}-{d}" for s, c, d in CASES])
+@pytest.mark.parametrize("schema, case, dtype", CASES)
 def test_sample_case(debug_dev, schema, case, dtype):
     specs = sample_specs(debug_dev, schema, case, dtype)
     res = run_case(debug_dev, schema, specs, case.attrs, note=case.note)
     assert res.ok, "; ".join(c.summary() for c in res.comparisons)
+    if schema.tier == "A" and debug_dev.registry.native(schema.name) is not None:
+        assert res.path == "native", res.reason
 
 
 def test_native_ops_take_the_native_path_on_same_shapes(debug_dev):

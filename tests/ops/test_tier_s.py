@@ -75,10 +75,9 @@ def test_fused_and_unfused_graphs_agree_and_fusion_saves_a_launch(dev):
     assert fused.runs[0].path == "native" and fused.runs[0].nodes == ["Add_0", "Gelu_1"]
     assert unfused.launches == 2 and fused.launches == 1
     assert fused.time_us < unfused.time_us
-    cache = REGISTRY.fusion._cache
-    before = len(cache)
+    before = REGISTRY.fusion.built
     dev.run_graph(g, feeds, fuse=True)["out"].free()
-    assert len(cache) == before                      # same signature: the cached kernel
+    assert REGISTRY.fusion.built == before           # same signature: the cached kernel
 
 
 def test_fusion_removes_most_launch_overhead_of_a_chain_of_small_ops():
@@ -167,15 +166,22 @@ def test_a_scalar_broadcast_over_long_rows_runs_natively(dev):
     np.testing.assert_allclose(out.numpy(), x * np.float32(1.5))
 
 
-def test_a_broadcast_row_longer_than_a_tile_falls_back_to_the_shim_visibly(dev):
+@pytest.mark.parametrize("shapes, dtype", [
+    (((3, 1, 40000), (4, 1)), np.float32),        # a last-dim broadcast over long rows
+    (((16, 30522), (30522,)), np.float32),        # a bias over an LLM vocabulary
+    (((2, 49152), (49152,)), np.float16),
+    (((5, 1), (5, 70001)), np.float16),           # odd length: a short last segment
+])
+def test_a_broadcast_row_longer_than_a_tile_runs_natively_in_segments(dev, shapes, dtype):
     rng = np.random.default_rng(6)
-    x = rng.standard_normal((3, 1, 40000), dtype=np.float32)
-    y = rng.standard_normal((4, 1), dtype=np.float32)
+    x, y = (rng.standard_normal(s).astype(dtype) for s in shapes)
     out = dev.run("Add", dev.tensor(x), dev.tensor(y))
-    assert dev.last_profile.path == "shim" and "longer than a tile" in dev.last_profile.reason
+    tiling = dev.last_profile.tiling
+    assert dev.last_profile.path == "native" and tiling.rows
+    assert tiling.segment < max(s[-1] for s in shapes)        # rows cut into segments
     np.testing.assert_array_equal(out.numpy(), x + y)
     g = Graph(inputs=["x", "y"], outputs=["out"])
     g.add("Relu", g.add("Add", "x", "y"), outputs=("out",))
     fused = dev.run_graph(g, {"x": x, "y": y}, fuse=True)
-    assert [r.op for r in dev.last_graph.runs] == ["Add", "Relu"]    # the chain stops there
+    assert [r.op for r in dev.last_graph.runs] == ["Fused[Add+Relu]"]
     np.testing.assert_array_equal(fused["out"].numpy(), np.maximum(x + y, 0))

@@ -6,7 +6,7 @@ import pytest
 
 from ixl.ascend import lang as asc
 from ixl.ascend.errors import IllegalInstruction
-from tests.sim.conftest import ub_tensor
+from tests.helpers import ub_tensor
 
 F16, F32 = np.float16, np.float32
 

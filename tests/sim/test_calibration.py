@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from ixl.cli import main
 
 
+@pytest.mark.slow
 def test_calibration_within_15_percent_and_in_measured_order(capsys):
     assert main(["calibrate", "--json"]) == 0
     points = json.loads(capsys.readouterr().out)

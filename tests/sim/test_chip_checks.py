@@ -7,7 +7,7 @@ import pytest
 from ixl.ascend import lang as asc
 from ixl.ascend.errors import (AicoreOutOfBound, IllegalInstruction, KernelTimeout, ResourceLimit,
                                TruncatedCopy, UbOverflow)
-from tests.conftest import device_with_kernel, random_pair
+from tests.helpers import device_with_kernel, random_pair
 
 
 def _run(kernel, shape=(1024,), debug=True, **kw):

@@ -10,14 +10,14 @@ import pytest
 import ixl
 from ixl.ascend import Mode, SimulatedChip, get_chip
 from ixl.ascend import lang as asc
-from ixl.ascend.errors import (CrossCoreRace, HazardError, InputWritten, UninitialisedRead,
-                               UseAfterFree)
+from ixl.ascend.errors import (CrossCoreRace, HazardError, InputWritten, ResourceLimit,
+                               UninitialisedRead, UseAfterFree)
 from ixl.ascend.core import current_core
 from ixl.ascend.gm import GlobalTensor
 from ixl.ascend.observe import GmRole
 from ixl.nixl import KernelEntry, LaunchPlan
 from ixl.nixl.registry import Registry
-from tests.conftest import device_with_kernel, random_pair
+from tests.helpers import device_with_kernel, random_pair
 
 GM = r"GM \[0x[0-9a-f]+, 0x[0-9a-f]+\)"      # a GM range (addresses depend on the allocator)
 
@@ -595,3 +595,47 @@ def test_an_input_the_op_declares_in_place_may_be_written():
 def test_each_new_error_has_an_explain_entry(error):
     from ixl.explain import lookup
     assert [e.symptom for e in lookup(error.symptom)] == [error.symptom]
+
+
+def _queue_then_own_flag(own_id):
+    """A VECIN queue with a copy enqueued and not yet dequeued, then a copy into a buffer of its
+    own ordered before a vector read by an MTE2 -> V flag of id `own_id` (None: allocated)."""
+    def kernel(ctx, x, y, z):
+        pipe = asc.TPipe()
+        q = asc.TQue(asc.TPosition.VECIN, depth=2)
+        pipe.init_buffer(q, 2, 2048)
+        own = asc.TBuf()
+        pipe.init_buffer(own, 2048)
+        event = pipe.alloc_event_id(asc.HardEvent.MTE2_V) if own_id is None else own_id
+        for _ in range(2):                      # both slots enqueued: ids 0 and 1 pending
+            t = q.alloc_tensor(np.float16)
+            asc.data_copy(t, x, 1024)
+            q.enque(t)
+        mine = own.get(np.float16)
+        asc.data_copy(mine, y, 1024)
+        asc.set_flag(asc.HardEvent.MTE2_V, event)
+        asc.wait_flag(asc.HardEvent.MTE2_V, event)
+        asc.adds(mine, mine, 1.0, 1024)
+        for _ in range(2):
+            q.free_tensor(q.deque())
+    return kernel
+
+
+def test_a_hard_coded_event_id_a_queue_uses_takes_the_queues_flag():
+    with pytest.raises(HazardError, match=r"no sync orders MTE2 before VECTOR"):
+        _run(_queue_then_own_flag(1))
+
+
+def test_an_allocated_event_id_is_one_no_queue_uses():
+    _run(_queue_then_own_flag(None))
+
+
+def test_alloc_event_id_runs_out_with_the_positions_ids():
+    def kernel(ctx, x, y, z):
+        pipe = asc.TPipe()
+        pipe.init_buffer(asc.TQue(asc.TPosition.VECIN), 8, 256)
+        pipe.alloc_event_id(asc.HardEvent.MTE2_V)
+
+    with pytest.raises(ResourceLimit, match=r"alloc_event_id\(MTE2_V\): the 8 event ids of "
+                                            r"MTE2->V are all taken"):
+        _run(kernel)

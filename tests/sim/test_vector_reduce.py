@@ -5,7 +5,7 @@ import pytest
 
 from ixl.ascend import lang as asc
 from ixl.ascend.errors import AicoreOutOfBound
-from tests.sim.conftest import ub_tensor
+from tests.helpers import ub_tensor
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from ixl.ascend import lang as asc
 from ixl.ascend.errors import IllegalInstruction
 from ixl.ascend.vector import RoundMode, round_to
-from tests.sim.conftest import ub_tensor
+from tests.helpers import ub_tensor
 
 
 def test_continuous_mask_leaves_masked_lanes_untouched(core):

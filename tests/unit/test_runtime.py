@@ -6,7 +6,7 @@ import pytest
 import ixl
 from ixl.hixl import ShapeMismatch, UnknownOp
 from ixl.nixl import KernelStartFailed, TensorDesc
-from tests.conftest import device_with_kernel
+from tests.helpers import device_with_kernel
 
 
 def test_padded_desc_keeps_logical_and_storage_apart():

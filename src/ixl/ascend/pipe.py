@@ -350,6 +350,20 @@ class TPipe:
         self.queue_buffers[que.position] = used
         self.event_ids[pair] = taken
 
+    def alloc_event_id(self, event) -> int:
+        """AllocEventID<event>(): an event id of that pipe pair that no queue of this pipe uses,
+        for a kernel's own set_flag/wait_flag. A hard-coded id may be one a queue's slot
+        already uses for enque/deque, and a wait then takes the queue's flag, not the kernel's."""
+        pair = event.value
+        taken = self.event_ids.get(pair, 0)
+        limit = self.core.chip.event_ids_per_position
+        if taken >= limit:
+            raise ResourceLimit(f"alloc_event_id({event.name}): the {limit} event ids of "
+                                f"{pair[0].name}->{pair[1].name} are all taken by this pipe's "
+                                f"queues and earlier allocations")
+        self.event_ids[pair] = taken + 1
+        return taken
+
     def destroy(self) -> None:
         for q in self.queues:
             q.destroy()

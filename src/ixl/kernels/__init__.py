@@ -1,10 +1,10 @@
 """The ported ops: per op a host tiling function and a device kernel, registered in nixl.
 
-Only the registry's loader imports this package.
+Only the registry's loader imports this package; importing it registers every kernel and the
+fusion provider.
 """
 
-KERNEL_LIBRARY_VERSION = "0.1.0"
-BUILT_FOR_RUNTIME = "1.0"   # the nixl runtime these kernels were built against
+from . import elementwise_ops, fusion_provider, norm, reduce  # noqa: F401  (registration)
+from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
-from . import elementwise_ops  # noqa: E402,F401  (registers the kernels)
-from . import norm, reduce  # noqa: E402,F401  (tier A: reductions and normalisations)
+__all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]

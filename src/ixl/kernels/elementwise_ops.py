@@ -1,4 +1,4 @@
-"""Native elementwise kernels: each op is its compute body on the shared template.
+"""Native elementwise kernels (tier S): each op is its compute body on the shared template.
 
 Bodies are written as the vector unit offers them: one instruction where the ISA has one,
 otherwise composed from exp, ln, reciprocal, div, compare and select (tanh, sigmoid, erf, pow),
@@ -8,15 +8,16 @@ in float32 for half inputs where precision needs it (`float32=True`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from ..ascend import lang as asc
 from ..hixl import get_op
-from ..nixl import REGISTRY, KernelEntry, TensorDesc, register_kernel
-from . import BUILT_FOR_RUNTIME
-from .elementwise import Body, BodyArgs, Step, make_kernel, plan
+from ..hixl.dtypes import FLOATS
+from ..nixl import KernelEntry, TensorDesc, register_kernel
+from ..nixl.tuning import TuningSpace
+from .elementwise import make_kernel, plan
+from .program import Body, BodyArgs, Step
+from .version import BUILT_FOR_RUNTIME
 
-FLOATS = ("float16", "bfloat16", "float32")
 SQRT_HALF = 1 / math.sqrt(2)
 GELU_TANH_C = math.sqrt(2 / math.pi)
 # erf(z) for z >= 0: Abramowitz & Stegun, Handbook of Mathematical Functions, 7.1.26
@@ -28,20 +29,20 @@ ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 # ---------------------------------------------------------------- building blocks
 
-def _tanh(y, x, t, n):
+def _tanh(y, x, tmp, n):
     """tanh(x) = 1 - 2 / (exp(2x) + 1): saturates cleanly where exp overflows."""
-    asc.muls(t, x, 2.0, n)
-    asc.exp(t, t, n)
-    asc.adds(t, t, 1.0, n)
-    asc.reciprocal(t, t, n)
-    asc.muls(y, t, -2.0, n)
+    asc.muls(tmp, x, 2.0, n)
+    asc.exp(tmp, tmp, n)
+    asc.adds(tmp, tmp, 1.0, n)
+    asc.reciprocal(tmp, tmp, n)
+    asc.muls(y, tmp, -2.0, n)
     asc.adds(y, y, 1.0, n)
 
 
-def _one_plus_exp_neg(t, x, n):
-    asc.muls(t, x, -1.0, n)
-    asc.exp(t, t, n)
-    asc.adds(t, t, 1.0, n)
+def _one_plus_exp_neg(tmp, x, n):
+    asc.muls(tmp, x, -1.0, n)
+    asc.exp(tmp, tmp, n)
+    asc.adds(tmp, tmp, 1.0, n)
 
 
 def _with_sign_of(y, x, a: BodyArgs, neg, mask):
@@ -83,11 +84,11 @@ def _unary(instr, float32=False):
 
 
 def _leaky_relu(a: BodyArgs):
-    t = a.tmp[0]
-    asc.mins(t, a.xs[0], 0.0, a.n)
-    asc.muls(t, t, a.attrs["alpha"], a.n)
+    tmp = a.tmp[0]
+    asc.mins(tmp, a.xs[0], 0.0, a.n)
+    asc.muls(tmp, tmp, a.attrs["alpha"], a.n)
     asc.maxs(a.y, a.xs[0], 0.0, a.n)
-    asc.add(a.y, a.y, t, a.n)
+    asc.add(a.y, a.y, tmp, a.n)
 
 
 def _sigmoid(a: BodyArgs):
@@ -103,13 +104,13 @@ def _silu(a: BodyArgs):
 def _gelu(a: BodyArgs):
     x, y, n = a.xs[0], a.y, a.n
     if a.attrs.get("approximate", "none") == "tanh":
-        u, t = a.tmp[0], a.tmp[1]
+        u = a.tmp[0]
         asc.mul(u, x, x, n)
         asc.mul(u, u, x, n)
         asc.muls(u, u, 0.044715, n)
         asc.add(u, u, x, n)
         asc.muls(u, u, GELU_TANH_C, n)
-        _tanh(y, u, t, n)
+        _tanh(y, u, a.tmp[1], n)
     else:
         z = a.tmp[4]
         asc.muls(z, x, SQRT_HALF, n)
@@ -130,15 +131,15 @@ def _pow(a: BodyArgs):
     if p in special:
         special[p]()
         return
-    t = a.tmp[0]
+    tmp = a.tmp[0]
     integer = p.is_integer()
     if integer:
-        asc.abs(t, x, n)
-        asc.ln(t, t, n)
+        asc.abs(tmp, x, n)
+        asc.ln(tmp, tmp, n)
     else:
-        asc.ln(t, x, n)
-    asc.muls(t, t, p, n)
-    asc.exp(y, t, n)
+        asc.ln(tmp, x, n)
+    asc.muls(tmp, tmp, p, n)
+    asc.exp(y, tmp, n)
     if integer and int(p) % 2:
         _with_sign_of(y, x, a, a.tmp[1], a.tmp[2].reinterpret("uint8"))
 
@@ -182,7 +183,8 @@ BODIES: dict[str, Body] = {
     "Where": Body(_where, temps=1),
     "Cast": Body(None),
 }
-CAST_TYPES = ("float16", "bfloat16", "float32", "int32")
+CAST_TYPES = FLOATS + ("int32",)
+TUNING_SPACE = TuningSpace(buffer_num=(1, 2, 4, 8), tile_div=(1, 2, 4), core_div=(1, 2))
 
 
 # ---------------------------------------------------------------- which cases go native
@@ -233,68 +235,19 @@ def _register(op: str) -> None:
     register_kernel(KernelEntry(
         op=op, kernel=make_kernel(f"{op.lower()}_kernel", n_inputs), tiling=_tiling(op),
         dtypes=dtypes, built_for_runtime=BUILT_FOR_RUNTIME, declines=_declines(op),
-        tile_unit=_tile_unit(op), tuning_space={"buffer_num": (1, 2, 4, 8)}))
+        tile_unit=_tile_unit(op), tuning_space=TUNING_SPACE))
 
 
 def _tile_unit(op: str):
     def unit(spec, chip) -> int:
         desc = TensorDesc.nd((1 << 20,), spec.dtype)
-        n = len(get_op(op).inputs) - len(BODIES[op].scalars)
-        p = _tiling(op)([desc] * n + [TensorDesc.nd((), spec.dtype)] * len(BODIES[op].scalars),
-                        [desc], {}, chip, None)
-        return p.tiling.tile * chip.aiv_cores
+        scalars = len(BODIES[op].scalars)
+        n = len(get_op(op).inputs) - scalars
+        launch = _tiling(op)([desc] * n + [TensorDesc.nd((), spec.dtype)] * scalars, [desc], {},
+                             chip, None)
+        return launch.tiling.tile * chip.aiv_cores
     return unit
 
 
 for _op in BODIES:
     _register(_op)
-
-
-class _Fusion:
-    """Fused kernels for the fusion pass, cached by signature: a program of these bodies, or
-    these bodies around an anchor, an op registered with `add_anchor` (the axis ops), whose
-    kernel runs the bodies before it on its input and those after it on its output."""
-
-    def __init__(self):
-        self._cache: dict[str, KernelEntry] = {}
-        self._anchors: dict[str, Callable[..., dict]] = {}
-
-    def add_anchor(self, op: str, build: Callable[..., dict]) -> None:
-        """`build(kernel_name, program, at, args, attrs, in_descs, out)` gives the anchor's
-        fused kernel, tiling, dtypes, declines and tuning space: `program` holds the other
-        steps, the anchor's own (reading value ids `args`) being step `at`."""
-        self._anchors[op] = build
-
-    def role(self, op: str) -> str | None:
-        """What `op` can be in a fused chain: "map" (a body), "anchor" or nothing."""
-        if op in self._anchors:
-            return "anchor"
-        return "map" if op in BODIES and op != "Cast" else None   # a fused chain keeps one dtype
-
-    def entry(self, steps: list, in_descs: list, out: TensorDesc) -> KernelEntry:
-        key = repr(([(op, args, sorted(attrs.items())) for op, args, attrs in steps],
-                    [(d.shape, d.dtype) for d in in_descs], out.shape, out.dtype))
-        if key not in self._cache:
-            self._cache[key] = self._build(steps, in_descs, out)
-        return self._cache[key]
-
-    def _build(self, steps: list, in_descs: list, out: TensorDesc) -> KernelEntry:
-        program = tuple(Step(op, BODIES[op], tuple(args), tuple(sorted(attrs.items())))
-                        for op, args, attrs in steps if op not in self._anchors)
-        at = next((k for k, (op, _, _) in enumerate(steps) if op in self._anchors), None)
-        name = "fused_" + "_".join(op.lower() for op, _, _ in steps) + "_kernel"
-        if at is None:
-            parts = {"kernel": make_kernel(name, len(in_descs)), "dtypes": ("bool",) + FLOATS,
-                     "tiling": lambda ins, outs, attrs, chip, config: plan(
-                         list(ins), outs[0], chip, program, config)}
-        else:
-            op, args, attrs = steps[at]
-            parts = self._anchors[op](name, program, at, args, attrs, in_descs, out)
-        return KernelEntry(op="Fused[" + "+".join(op for op, _, _ in steps) + "]",
-                           built_for_runtime=BUILT_FOR_RUNTIME,
-                           arg_names=tuple(f"in{i}" for i in range(len(in_descs))) + ("y",),
-                           **parts)
-
-
-FUSION = _Fusion()
-REGISTRY.register_fusion(FUSION)

@@ -19,20 +19,23 @@ import math
 import numpy as np
 
 from ..ascend import lang as asc
+from ..hixl.dtypes import FLOATS
 from ..nixl import KernelEntry, TensorDesc, register_kernel
-from . import BUILT_FOR_RUNTIME
-from .axis_kernel import AxisOp, make_fused_kernel, make_kernel
-from .axis_plan import FLOATS, PLAIN, TUNING_SPACE, fuse, padded_storage, plan
-from .elementwise_ops import FUSION
+from .axis_fusion import fuse, make_fused_kernel
+from .axis_kernel import AxisOp, make_kernel
+from .axis_plan import TUNING_SPACE, padded_storage, plan
+from .axis_ub import PLAIN
+from .fusion_provider import FUSION
+from .version import BUILT_FOR_RUNTIME
 
 
-def _lowest(t) -> float:
-    return float(np.finfo(t.k.cdt).min)
+def _lowest(tile) -> float:
+    return float(np.finfo(tile.cdt).min)
 
 
-def _online_merge(t, acc, seg, tmp, n_acc, n_seg) -> None:
+def _online_merge(tile, acc, seg, tmp, n_acc, n_seg) -> None:
     """(max, sum of exp(x - max)) of two segments: rescale both sums to the larger max."""
-    (ma, sa), (mb, sb), n = acc, seg, t.nstat
+    (ma, sa), (mb, sb), n = acc, seg, tile.nstat
     asc.max(tmp, ma, mb, n)
     for m, s in ((ma, sa), (mb, sb)):
         asc.sub(m, m, tmp, n)
@@ -49,25 +52,25 @@ class Softmax(AxisOp):
     def needs_aux(self, layout):
         return layout == "column"      # the column reduction must not overwrite x
 
-    def first(self, t, x, st, n):
+    def first(self, tile, x, st, n):
         m, s = st
-        t.reduce("max", x, m)
-        asc.maxs(m, m, _lowest(t), t.nstat)
-        t.apply(asc.sub, x, x, m)
-        asc.exp(x, x, t.size)
-        t.reduce("sum", x, s)
+        tile.reduce("max", x, m)
+        asc.maxs(m, m, _lowest(tile), tile.nstat)
+        tile.apply(asc.sub, x, x, m)
+        asc.exp(x, x, tile.size)
+        tile.reduce("sum", x, s)
 
     merge = staticmethod(_online_merge)
 
-    def finalize(self, t, st, n):
-        asc.reciprocal(st[1], st[1], t.nstat)
+    def finalize(self, tile, st, n):
+        asc.reciprocal(st[1], st[1], tile.nstat)
 
-    def prepare(self, t, x, st):
-        t.apply(asc.sub, x, x, st[0])
-        asc.exp(x, x, t.size)
+    def prepare(self, tile, x, st):
+        tile.apply(asc.sub, x, x, st[0])
+        asc.exp(x, x, tile.size)
 
-    def finish(self, t, y, x, st):
-        t.apply(asc.mul, y, x, st[1])
+    def finish(self, tile, y, x, st):
+        tile.apply(asc.mul, y, x, st[1])
 
 
 class LogSoftmax(AxisOp):
@@ -77,31 +80,31 @@ class LogSoftmax(AxisOp):
     def needs_aux(self, layout):
         return True                    # exp(x - max) goes beside x, which the output needs
 
-    def first(self, t, x, st, n):
+    def first(self, tile, x, st, n):
         m, s = st
-        t.reduce("max", x, m)
-        asc.maxs(m, m, _lowest(t), t.nstat)
-        t.apply(asc.sub, x, x, m)
-        asc.exp(t.aux, x, t.size)
-        t.reduce("sum", t.aux, s, keep=False)
+        tile.reduce("max", x, m)
+        asc.maxs(m, m, _lowest(tile), tile.nstat)
+        tile.apply(asc.sub, x, x, m)
+        asc.exp(tile.aux, x, tile.size)
+        tile.reduce("sum", tile.aux, s, keep=False)
 
     merge = staticmethod(_online_merge)
 
-    def finalize(self, t, st, n):
-        asc.ln(st[1], st[1], t.nstat)
+    def finalize(self, tile, st, n):
+        asc.ln(st[1], st[1], tile.nstat)
 
-    def prepare(self, t, x, st):
-        t.apply(asc.sub, x, x, st[0])
+    def prepare(self, tile, x, st):
+        tile.apply(asc.sub, x, x, st[0])
 
-    def finish(self, t, y, x, st):
-        t.apply(asc.sub, y, x, st[1])
+    def finish(self, tile, y, x, st):
+        tile.apply(asc.sub, y, x, st[1])
 
 
-def _inv_rms(t, s, n) -> None:
+def _inv_rms(tile, s, n) -> None:
     """s (a sum of squares over n elements) becomes 1 / sqrt(s / n + epsilon)."""
-    asc.muls(s, s, 1.0 / n, t.nstat)
-    asc.adds(s, s, t.tiling.epsilon, t.nstat)
-    asc.rsqrt(s, s, t.nstat)
+    asc.muls(s, s, 1.0 / n, tile.nstat)
+    asc.adds(s, s, tile.tiling.epsilon, tile.nstat)
+    asc.rsqrt(s, s, tile.nstat)
 
 
 class LayerNorm(AxisOp):
@@ -113,17 +116,17 @@ class LayerNorm(AxisOp):
     def needs_aux(self, layout):
         return True
 
-    def first(self, t, x, st, n):
+    def first(self, tile, x, st, n):
         mean, m2 = st
-        t.reduce("sum", x, mean)
-        asc.muls(mean, mean, 1.0 / n, t.nstat)
-        t.apply(asc.sub, x, x, mean)
-        asc.mul(t.aux, x, x, t.size)
-        t.reduce("sum", t.aux, m2, keep=False)
+        tile.reduce("sum", x, mean)
+        asc.muls(mean, mean, 1.0 / n, tile.nstat)
+        tile.apply(asc.sub, x, x, mean)
+        asc.mul(tile.aux, x, x, tile.size)
+        tile.reduce("sum", tile.aux, m2, keep=False)
 
-    def merge(self, t, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
         """Chan et al.: mean += d * nb / n; M2 += M2b + d^2 * na * nb / n, d = mean_b - mean."""
-        (ma, qa), (mb, qb), k = acc, seg, t.nstat
+        (ma, qa), (mb, qb), k = acc, seg, tile.nstat
         n = n_acc + n_seg
         asc.sub(tmp, mb, ma, k)
         asc.muls(mb, tmp, n_seg / n, k)
@@ -133,19 +136,19 @@ class LayerNorm(AxisOp):
         asc.add(qa, qa, qb, k)
         asc.add(qa, qa, tmp, k)
 
-    def finalize(self, t, st, n):
-        _inv_rms(t, st[1], n)
+    def finalize(self, tile, st, n):
+        _inv_rms(tile, st[1], n)
 
-    def prepare(self, t, x, st):
-        t.apply(asc.sub, x, x, st[0])
+    def prepare(self, tile, x, st):
+        tile.apply(asc.sub, x, x, st[0])
 
-    def finish(self, t, y, x, st):
-        t.apply(asc.mul, y, x, st[1])
-        scale, bias = t.params
+    def finish(self, tile, y, x, st):
+        tile.apply(asc.mul, y, x, st[1])
+        scale, bias = tile.params
         if scale is not None:
-            t.scale(asc.mul, y, y, scale)
+            tile.scale(asc.mul, y, y, scale)
         if bias is not None:
-            t.scale(asc.add, y, y, bias)
+            tile.scale(asc.add, y, y, bias)
 
 
 class RMSNorm(AxisOp):
@@ -155,21 +158,21 @@ class RMSNorm(AxisOp):
     def needs_aux(self, layout):
         return True
 
-    def first(self, t, x, st, n):
-        asc.mul(t.aux, x, x, t.size)
-        t.reduce("sum", t.aux, st[0], keep=False)
+    def first(self, tile, x, st, n):
+        asc.mul(tile.aux, x, x, tile.size)
+        tile.reduce("sum", tile.aux, st[0], keep=False)
 
-    def merge(self, t, acc, seg, tmp, n_acc, n_seg):
-        asc.add(acc[0], acc[0], seg[0], t.nstat)
+    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+        asc.add(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, t, st, n):
-        _inv_rms(t, st[0], n)
+    def finalize(self, tile, st, n):
+        _inv_rms(tile, st[0], n)
 
-    def finish(self, t, y, x, st):
-        t.apply(asc.mul, y, x, st[0])
-        scale, = t.params
+    def finish(self, tile, y, x, st):
+        tile.apply(asc.mul, y, x, st[0])
+        scale, = tile.params
         if scale is not None:
-            t.scale(asc.mul, y, y, scale)
+            tile.scale(asc.mul, y, y, scale)
 
 
 # ---- host side: which cases, which axes ----

@@ -15,13 +15,13 @@ from itertools import combinations
 import numpy as np
 
 from ..ascend import lang as asc
+from ..hixl.dtypes import FLOATS
 from ..nixl import KernelEntry, register_kernel
-from . import BUILT_FOR_RUNTIME
-from .axis_kernel import REDUCERS, AxisOp, make_kernel
-from .axis_plan import FLOATS, TUNING_SPACE, padded_storage, plan
+from .axis_kernel import AxisOp, make_kernel
+from .axis_plan import TUNING_SPACE, padded_storage, plan
 from .reduce_split import SplitTiling, split_kernel, split_plan
-
-IDENTITY = {"sum": 0.0, "max": -np.inf, "min": np.inf}
+from .reducers import REDUCERS
+from .version import BUILT_FOR_RUNTIME
 
 
 class Reduce(AxisOp):
@@ -30,18 +30,18 @@ class Reduce(AxisOp):
 
     def __init__(self, kind: str, mean: bool = False):
         self.kind, self.mean = kind, mean
-        self.pad = IDENTITY[kind]
-        self.empty = (np.nan if mean else IDENTITY[kind],)
+        self.pad = REDUCERS[kind].identity
+        self.empty = (np.nan if mean else REDUCERS[kind].identity,)
 
-    def first(self, t, x, st, n):
-        t.reduce(self.kind, x, st[0], keep=False)
+    def first(self, tile, x, st, n):
+        tile.reduce(self.kind, x, st[0], keep=False)
 
-    def merge(self, t, acc, seg, tmp, n_acc, n_seg):
-        REDUCERS[self.kind][2](acc[0], acc[0], seg[0], t.nstat)
+    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+        REDUCERS[self.kind].combine(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, t, st, n):
+    def finalize(self, tile, st, n):
         if self.mean:
-            asc.muls(st[0], st[0], 1.0 / n, t.nstat)
+            asc.muls(st[0], st[0], 1.0 / n, tile.nstat)
 
 
 def _canonical(shape: tuple, removed) -> frozenset:
@@ -91,7 +91,7 @@ def _tiling(op):
         trailing = axes and axes == frozenset(range(min(axes), len(shape)))
         if trailing:                 # rows of contiguous elements: few long ones split
             units = math.prod(shape[:min(axes)])
-            split = split_plan(ins[0], units, op.kind, op.mean, IDENTITY[op.kind], chip, config)
+            split = split_plan(ins[0], units, op.kind, op.mean, chip, config)
             if split is not None:
                 return split
         return plan(op, ins[0], axes, chip, config)

@@ -7,6 +7,20 @@ so a different chip gives a different tile with no code change.
 from __future__ import annotations
 
 from ..ascend.chips import ChipSpec
+from ..intmath import ceil_div, round_up
+from ..nixl.tuning import DoesNotFit, TuningConfig
+
+
+class Tiling:
+    """What every tiling dataclass is: tiling data that carries the TuningConfig it was planned
+    for (its `config` field) and answers the fields tools read of any tiling."""
+
+    config: TuningConfig
+
+    @property
+    def buffer_num(self) -> int:
+        """Slots per queue."""
+        return self.config.buffers
 
 
 def tile_elements(chip: ChipSpec, *, queued_bytes: int, buffer_num: int,
@@ -19,11 +33,11 @@ def tile_elements(chip: ChipSpec, *, queued_bytes: int, buffer_num: int,
     vector repeats of the compute type, so full tiles never need a mask.
     """
     per_element = queued_bytes * buffer_num + scratch_bytes
-    lanes = chip.repeat_bytes // vector_itemsize
+    lanes = chip.lanes(vector_itemsize)
     tile = (chip.ub_bytes - reserved_bytes) // per_element // lanes * lanes
     if tile <= 0:
-        raise ValueError(f"no tile fits: {per_element} bytes per element against "
-                         f"{chip.ub_bytes} bytes of UB")
+        raise DoesNotFit(f"no tile fits: {per_element} bytes per element beside "
+                         f"{reserved_bytes} reserved, against {chip.ub_bytes} bytes of UB")
     return tile
 
 
@@ -38,9 +52,8 @@ def split_cores(total: int, chip: ChipSpec, itemsize: int, max_cores: int | None
         return 0, 0
     cores = min(max_cores or chip.aiv_cores, chip.aiv_cores)
     align = max(1, chip.gm_alloc_align // itemsize)
-    per_core = -(-total // cores)
-    per_core = -(-per_core // align) * align
-    return -(-total // per_core), per_core
+    per_core = round_up(ceil_div(total, cores), align)
+    return ceil_div(total, per_core), per_core
 
 
 def split_units(units: int, chip: ChipSpec, max_cores: int | None = None) -> tuple[int, int]:
@@ -49,8 +62,8 @@ def split_units(units: int, chip: ChipSpec, max_cores: int | None = None) -> tup
     if units <= 0:
         return 0, 0
     cores = min(max_cores or chip.aiv_cores, chip.aiv_cores)
-    per_core = -(-units // cores)
-    return -(-units // per_core), per_core
+    per_core = ceil_div(units, cores)
+    return ceil_div(units, per_core), per_core
 
 
 def largest_fit(bytes_of, limit: int, upper: int) -> int:

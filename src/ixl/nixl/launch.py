@@ -10,13 +10,17 @@ from .context import KernelContext
 from .errors import KernelStartFailed
 from .record import RunRecord
 from .registry import KernelEntry
+from .tuning import ConfigDoesNotFit, DoesNotFit, TuningConfig
 from .version import RUNTIME_VERSION, compatible
 
 
 def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: dict,
-               config: dict | None = None, in_descs: list | None = None) -> RunRecord:
+               config: TuningConfig | dict | None = None, in_descs: list | None = None
+               ) -> RunRecord:
     """Launch `entry` on device tensors; `in_descs` may carry what the host read back of
-    shape-deciding inputs (their `value`), which the tiling then sees."""
+    shape-deciding inputs (their `value`), which the tiling then sees. The tuning config (or
+    its dict form) is validated here, once; one the caller chose that does not fit this case
+    raises ConfigDoesNotFit, while the default or cached one declines to the shim."""
     chip = device.chip
     name = getattr(entry.kernel, "__name__", entry.op)
     if not compatible(entry.built_for_runtime, RUNTIME_VERSION):
@@ -28,15 +32,24 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
         if not t.alive or t.device is not device:
             raise KernelStartFailed(f"kernel start failed: {t.name} is not a live buffer "
                                     f"of this device")
-    if config is None:      # a configuration `ixl tune` chose for this case, if any
-        config = tuning_cache.lookup(chip.name, entry.op, [t and t.shape for t in inputs],
-                                     present[0].dtype if present else None)
+    chosen = config is not None
+    shapes = [t and t.shape for t in inputs]
+    dtype = present[0].dtype if present else None
+    if not chosen:          # a configuration `ixl tune` chose for this case, if any
+        config = tuning_cache.lookup(chip.name, entry.op, shapes, dtype)
+    config = TuningConfig.of(config, chip)
     if in_descs is None:
         in_descs = [t and t.desc for t in inputs]
-    plan = entry.tiling(in_descs, [t.desc for t in outputs], attrs, chip, config)
-    record = RunRecord(entry.op, chip.name, "native", [t and t.shape for t in inputs],
-                       present[0].dtype if present else None, kernel=name,
-                       block_dim=plan.block_dim, tiling=plan.tiling, config=config, attrs=attrs)
+    try:
+        plan = entry.tiling(in_descs, [t.desc for t in outputs], attrs, chip, config)
+    except DoesNotFit as refused:
+        if not chosen:
+            raise
+        raise ConfigDoesNotFit(f"tuning config {config.to_dict()} does not fit {entry.op} on "
+                               f"{shapes} {dtype}: {refused}") from None
+    record = RunRecord(entry.op, chip.name, "native", shapes, dtype, kernel=name,
+                       block_dim=plan.block_dim, tiling=plan.tiling,
+                       config=config.to_dict() or None, attrs=attrs)
     if plan.block_dim == 0:     # nothing to compute: the host skips the launch
         return record
     if not 1 <= plan.block_dim <= chip.max_block_dim:

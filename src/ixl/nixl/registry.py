@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 
 from ..hixl import OpSchema, get_op
 from .tensor_desc import TensorDesc
+from .tuning import TuningSpace
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,13 @@ class LaunchPlan:
 class KernelEntry:
     op: str
     kernel: Callable[..., None]          # kernel(ctx, *inputs, *outputs) on GlobalTensors
-    tiling: Callable[..., LaunchPlan]    # tiling(in_descs, out_descs, attrs, chip, config)
+    tiling: Callable[..., LaunchPlan]    # tiling(in_descs, out_descs, attrs, chip, TuningConfig)
     dtypes: tuple[str, ...]
     built_for_runtime: str
     declines: Callable[..., str | None] = lambda in_descs, attrs: None
     desc_fn: Callable[..., list[TensorDesc]] | None = None   # storage layout of outputs
     tile_unit: Callable[..., int] | None = None             # elements per tile (for verify)
-    tuning_space: dict = field(default_factory=dict)
+    tuning_space: TuningSpace = field(default_factory=TuningSpace)   # what `ixl tune` sweeps
     arg_names: tuple[str, ...] | None = None   # GM tensor names (default: the schema's)
     inplace: tuple[int, ...] = ()              # inputs the kernel may write (by position)
 
@@ -63,9 +64,10 @@ class Registry:
     """The kernel library loads on first lookup, once, under a lock: a thread asking while
     another loads waits for every kernel instead of finding none and taking the shim."""
 
-    def __init__(self):
+    def __init__(self, load_library: bool = True):
+        """`load_library=False`: only what is registered into it, never the kernel library."""
         self._kernels: dict[str, KernelEntry] = {}
-        self._loaded = False
+        self._loaded = not load_library
         self._loading = False            # this thread is inside the import (nested lookups)
         self._lock = threading.RLock()
         self._fusion: FusionProvider | None = None

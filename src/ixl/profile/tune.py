@@ -1,25 +1,31 @@
-"""Tuning (R10): sweep buffer count, tile size and block count on the modeled chip, and lay
-out the ladder the design document records: single buffer, double buffer, 4-slot pipeline,
-the best configuration found, and (with a following op) the fused kernel.
+"""Tuning (R10): sweep the kernel's tuning space (buffer count, tile size, block count, as its
+KernelEntry declares it) on the modeled chip, and lay out the ladder the design document
+records: single buffer, double buffer, 4-slot pipeline, the best configuration found, and (with
+a following op) the fused kernel.
 
-A row that covers several launches reports their total time; its AI Core utilisation and move
-share are the launches' values weighted by their time.
+A configuration the kernel's tiling finds does not fit the case (ConfigDoesNotFit) is no
+candidate; every other error is the caller's to see. A row that covers several launches reports
+their total time; its AI Core utilisation and move share are the launches' values weighted by
+their time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ascend import ChipError
 from ..hixl import ArgSpec
-from ..nixl import Device, Graph
+from ..nixl import Device, Graph, NixlError
 from ..nixl.fusion import find_chain, run_chain
+from ..nixl.tuning import ConfigDoesNotFit
 from .metrics import launch_metrics
 
-# The sweep, where the kernel entry's `tuning_space` does not narrow it.
-BUFFERS = (1, 2, 4, 8)
-TILE_FRACTIONS = (1, 2, 4)
-CORE_FRACTIONS = (1, 2)
+LADDER = (("single buffer", 1), ("double buffer", 2), ("4-slot pipeline", 4))
+
+
+class NotTunable(NixlError):
+    """The op does not run natively on this case, or no configuration fits it."""
+
+    symptom = "far slower than expected"
 
 
 @dataclass(frozen=True)
@@ -49,11 +55,10 @@ def _combine(name: str, records, config: dict) -> Variant:
 
 
 def _try(run, config: dict) -> Variant | None:
-    """A configuration the tiling or the chip refuses (no tile fits, too many buffers or
-    event ids) is no candidate."""
+    """A configuration that does not fit the case is no candidate; nothing else is hidden."""
     try:
         return run(config)
-    except (ValueError, ChipError):
+    except ConfigDoesNotFit:
         return None
 
 
@@ -88,6 +93,10 @@ class Tuner:
             produced += outs
         for t in produced:
             t.free()
+        first = records[0]
+        if first.path != "native":
+            raise NotTunable(f"{self.op} runs on the {first.path} for this case "
+                             f"({first.reason}): there is no kernel configuration to tune")
         return _combine(name, records, config)
 
     def fused(self, config: dict) -> Variant | None:
@@ -103,28 +112,26 @@ class Tuner:
         return _combine("fused", [record], config)
 
     def sweep(self, run) -> Variant | None:
-        """The fastest configuration over buffer counts, tile sizes and block counts."""
-        cores = self.dev.chip.aiv_cores
+        """The fastest configuration of the kernel entry's tuning space."""
         space = self.dev.registry.native(self.op).tuning_space
         best = None
-        for buffers in space.get("buffer_num", BUFFERS):
-            for div in space.get("tile_div", TILE_FRACTIONS):
-                for cf in CORE_FRACTIONS:
-                    cfg = {"buffer_num": buffers, "tile_div": div, "block_dim": cores // cf}
-                    self.progress(f"{run.__name__} {cfg}")
-                    v = _try(run, cfg)
-                    if v is not None and (best is None or v.time_us < best.time_us):
-                        best = v
+        for point in space.points(self.dev.chip):
+            cfg = point.to_dict()
+            self.progress(f"{run.__name__} {cfg}")
+            v = _try(run, cfg)
+            if v is not None and (best is None or v.time_us < best.time_us):
+                best = v
         return best
 
     def ladder(self) -> tuple[list[Variant], Variant]:
         rows = [v for v in (_try(lambda c, n=name: self.unfused(n, c), {"buffer_num": b})
-                            for name, b in (("single buffer", 1), ("double buffer", 2),
-                                            ("4-slot pipeline", 4)))
+                            for name, b in LADDER)
                 if v is not None]
         best = self.sweep(lambda cfg: self.unfused("tuned", cfg))
         if best is not None:
             rows.append(best)
+        if not rows:
+            raise NotTunable(f"no configuration of {self.op}'s tuning space fits this case")
         chosen = best or min(rows, key=lambda v: v.time_us)
         if len(self.graph.nodes) > 1:
             fused = self.sweep(self.fused)

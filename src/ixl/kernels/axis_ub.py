@@ -1,0 +1,136 @@
+"""What a tile of the axis kernels holds in UB: the pitch its rows need to reduce, the
+elementwise bodies a fused kernel adds (`Fusion`), and the bytes of every buffer (`ub_plan`),
+which the host tiling sizes tiles by and the kernel allocates exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ascend.chips import ChipSpec
+from ..intmath import ceil_div, round_up
+
+STAT_ITEMSIZE = 4            # statistics outputs are float32 at most (LayerNorm's mean, inv_std)
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Elementwise steps an axis kernel runs around its op (a fused kernel; axis_fusion.py).
+    Value ids: the kernel's inputs, then the step results, the op's own result among them."""
+
+    prologue: tuple = ()      # Steps computing x from `tiles`
+    epilogue: tuple = ()      # Steps mapping the op's result
+    tiles: tuple = ()         # kernel inputs loaded like x, side by side in one queue slot
+    scalars: tuple = ()       # one-element kernel inputs, read once per block as values
+    consts: tuple = ()        # of those, the ones a body reads as a tile (spread once)
+    params: tuple = ()        # kernel input per parameter of the op (None: omitted)
+
+    @property
+    def steps(self) -> tuple:
+        return self.prologue + self.epilogue
+
+    def span(self, elems: int, chip: ChipSpec) -> int:
+        """Elements of every buffer a body touches: compare and select work on whole float16
+        repeats (as in the elementwise template), so tiles round up to them."""
+        return round_up(elems, chip.lanes(2)) if self.steps else elems
+
+    def buffers(self, widen: bool) -> tuple[int, int, int, int]:
+        """Compute-dtype tiles the bodies need besides x's: the converted inputs, the step
+        results (two in turn: a chain's step reads only its predecessor's result; the last
+        prologue step writes x, the last epilogue step y when no conversion follows), the
+        bodies' temporaries and the spread scalars."""
+        converted = len(self.tiles) if widen and self.prologue else 0
+        results = min(2, max(len(self.prologue) - 1, len(self.epilogue) - (not widen), 0))
+        temps = max((s.body.temps for s in self.steps), default=0)
+        return converted, results, temps, len(self.consts)
+
+
+PLAIN = Fusion()
+
+
+def block_quantum(chip: ChipSpec, itemsize: int) -> int:
+    """Row lengths a block reduction takes whole: full repeats whose results again start on
+    block boundaries."""
+    blk = chip.block_elems(itemsize)
+    return math.lcm(chip.lanes(itemsize), blk * blk)
+
+
+def reduce_steps(pitch: int, chip: ChipSpec, itemsize: int) -> tuple[int, bool, bool]:
+    """How rows of `pitch` elements reduce: (block reductions, then a fold of repeats into one
+    repeat, whether that works): the last step is always one whole-repeat reduction per row."""
+    lanes, blk = chip.lanes(itemsize), chip.block_elems(itemsize)
+    quantum = block_quantum(chip, itemsize)
+    v, steps = pitch, 0
+    while v > lanes and v % quantum == 0:
+        v //= blk
+        steps += 1
+    fold = v > lanes
+    return steps, fold, not fold or v // blk <= chip.max_repeat   # strides are u8 fields
+
+
+def row_pitch(count: int, chip: ChipSpec, s_isz: int, c_isz: int) -> int:
+    """The UB pitch of a row of `count` elements: block-aligned for both dtypes, padded further
+    only when the reduction steps need it."""
+    step = max(chip.block_elems(s_isz), chip.block_elems(c_isz))
+    quantum = block_quantum(chip, c_isz)
+    while True:
+        pitch = round_up(max(count, 1), step)
+        if reduce_steps(pitch, chip, c_isz)[2]:
+            return pitch
+        step = math.lcm(step, quantum) if step % quantum else step * chip.block_elems(c_isz)
+
+
+@dataclass(frozen=True)
+class UbPlan:
+    """Bytes of every UB buffer (queues: per slot); the kernel allocates exactly these."""
+
+    in_slot: int
+    out_slot: int
+    stat_slot: int
+    work: int
+    aux: int
+    red: tuple
+    stats: int
+    bc: int
+    params: int
+    bodies: int              # a fusion's compute-dtype tiles (Fusion.buffers, in order)
+    scalars: int             # a fusion's scalar inputs, one block each
+    cap: int                 # elements per statistics slot
+    slots: int
+    total: int
+
+    @property
+    def out_queues(self) -> int:
+        """Queues at VECOUT (y, the statistics outputs): each takes buffer_num event ids."""
+        return bool(self.out_slot) + bool(self.stat_slot)
+
+
+def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
+            params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN) -> UbPlan:
+    elems = rows * pitch
+    span = fusion.span(elems, chip)
+    widen = s_isz != c_isz
+    blk, lanes = chip.block_elems(c_isz), chip.lanes(c_isz)
+    per_rep = chip.repeat_bytes // chip.block_bytes
+    row = layout == "row"
+    nstat = rows if row else pitch
+    cap = round_up(nstat, max(blk, per_rep))          # brcb reads whole groups of 8
+    slots = 2 * op.stats + 1 if streaming else op.stats
+    red = (rows * max(ceil_div(pitch, blk), lanes) * c_isz,
+           rows * max(ceil_div(pitch, blk * blk), lanes) * c_isz) if row else (0, 0)
+    sizes = dict(
+        in_slot=(len(fusion.tiles) or 1) * span * s_isz,
+        out_slot=span * s_isz if op.has_y else 0,
+        stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,
+        work=span * c_isz if widen or fusion.prologue else 0,
+        aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
+        stats=slots * cap * c_isz, bc=round_up(rows, per_rep) * blk * c_isz if row else 0,
+        params=params * pitch * c_isz, bodies=sum(fusion.buffers(widen)) * span * c_isz,
+        scalars=len(fusion.scalars) * chip.block_bytes)
+    block = chip.block_bytes
+    queued = sum(round_up(sizes[k], block) for k in ("in_slot", "out_slot", "stat_slot"))
+    single = sum(round_up(sizes[k], block)
+                 for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
+    total = queued * buffer_num + single + sum(round_up(r, block) for r in red)
+    return UbPlan(**sizes, cap=cap, slots=slots, total=total)

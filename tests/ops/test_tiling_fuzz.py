@@ -1,0 +1,132 @@
+"""The host tiling functions over random shapes, dtypes and tuning configs: each either plans or
+declines cleanly (KernelDeclined, ConfigDoesNotFit for a config the caller chose), and what it
+plans runs on the chip without a fault. Long rows (an LLM's vocabulary) are drawn often."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+
+import ixl
+from ixl.ascend import get_chip
+from ixl.hixl import ArgSpec, HixlError, get_op
+from ixl.nixl import REGISTRY, KernelDeclined, LaunchPlan, TensorDesc
+from ixl.nixl.tuning import ConfigDoesNotFit, TuningConfig
+from tests.helpers import run_specs
+
+MAX_ELEMENTS = 1 << 20
+DIM = st.one_of(st.integers(0, 9), st.integers(10, 300), st.sampled_from([4096, 30522, 49152,
+                                                                           70001]))
+
+
+def _settings(examples: int):
+    return settings(max_examples=examples, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@pytest.fixture(scope="module")
+def dev():
+    d = ixl.device("910B1", timing_only=True)
+    yield d
+    assert d.close() == []
+
+
+def _shape(data, rank=None) -> tuple[int, ...]:
+    rank = data.draw(st.integers(0, 4)) if rank is None else rank
+    shape = tuple(data.draw(DIM) for _ in range(rank))
+    assume(int(np.prod([max(d, 1) for d in shape])) <= MAX_ELEMENTS)   # outputs too
+    return shape
+
+
+def _broadcast_from(data, out: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to `out`: leading dims dropped, some dims set to 1."""
+    drop = data.draw(st.integers(0, len(out)))
+    return tuple(1 if data.draw(st.booleans()) else d for d in out[drop:])
+
+
+def _config(data, op: str):
+    points = REGISTRY.native(op).tuning_space.points(get_chip("910B1"))
+    return data.draw(st.one_of(
+        st.none(), st.sampled_from(points),
+        st.builds(TuningConfig, buffer_num=st.integers(1, 8), tile_div=st.integers(1, 8),
+                  block_dim=st.integers(1, 60))))
+
+
+def _plan_or_decline(dev, op, specs, attrs, config):
+    """Plan on the host; then, when it planned, run on the timing-only device."""
+    schema, entry = get_op(op), REGISTRY.native(op)
+    try:
+        bound = schema.check(specs, attrs)
+        outs = schema.infer_fn(schema, specs, bound)
+    except HixlError:
+        assume(False)
+    descs = [None if s is None else dataclasses.replace(TensorDesc.nd(s.shape, s.dtype),
+                                                        value=s.value) for s in specs]
+    if entry.why_not(descs, bound) is not None:
+        event("the kernel declines the case")
+        return
+    try:
+        plan = entry.tiling(descs, [TensorDesc.nd(s.shape, s.dtype) for s in outs], bound,
+                            dev.chip, config)
+    except KernelDeclined:
+        plan = None
+    assert plan is None or isinstance(plan, LaunchPlan)
+    try:
+        result = run_specs(dev, op, specs, attrs, config)
+    except ConfigDoesNotFit:
+        assert plan is None and config is not None
+        event("the config does not fit")
+        return
+    for t in result:
+        t.free()
+    assert (dev.last_profile.path == "native") == (plan is not None), dev.last_profile.reason
+    event("planned and ran" if plan is not None else "declined by the host tiling")
+
+
+@_settings(150)
+@given(data=st.data())
+def test_elementwise_tiling_plans_or_declines(dev, data):
+    op = data.draw(st.sampled_from(["Add", "Mul", "Where", "Gelu", "Pow", "Clip", "Cast"]))
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    out = _shape(data)
+    n = len(get_op(op).inputs)
+    shapes = [out if data.draw(st.booleans()) else _broadcast_from(data, out) for _ in range(n)]
+    specs = [ArgSpec(s, dtype) for s in shapes]
+    attrs = {}
+    if op == "Where":
+        specs[0] = ArgSpec(shapes[0], "bool")
+    if op in ("Pow", "Clip"):                     # scalar operands, read as values
+        specs = [specs[0]] + [ArgSpec((), dtype, 1.0) for _ in specs[1:]]
+    if op == "Cast":
+        attrs["to"] = data.draw(st.sampled_from(["float16", "float32", "int32"]))
+    _plan_or_decline(dev, op, specs, attrs, _config(data, op))
+
+
+@_settings(40)
+@given(data=st.data())
+def test_axis_tiling_plans_or_declines(dev, data):
+    op = data.draw(st.sampled_from(["Softmax", "LogSoftmax", "LayerNormalization",
+                                    "RMSNormalization"]))
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    shape = _shape(data, data.draw(st.integers(1, 4)))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    specs = [ArgSpec(shape, dtype)]
+    if op in ("LayerNormalization", "RMSNormalization"):
+        normalized = shape[axis % len(shape):]
+        params = 2 if op == "LayerNormalization" else 1
+        specs += [ArgSpec(_broadcast_from(data, normalized), dtype) for _ in range(params)]
+    _plan_or_decline(dev, op, specs, {"axis": axis}, _config(data, op))
+
+
+@_settings(150)
+@given(data=st.data())
+def test_reduction_tiling_plans_or_declines(dev, data):
+    op = data.draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean"]))
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    shape = _shape(data, data.draw(st.integers(1, 4)))
+    axes = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True))
+    specs = [ArgSpec(shape, dtype), ArgSpec((len(axes),), "int64", tuple(axes))]
+    attrs = {"keepdims": data.draw(st.sampled_from([0, 1]))}
+    _plan_or_decline(dev, op, specs, attrs, _config(data, op))
