@@ -17,7 +17,8 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ..ascend.gm import GlobalMemory
+from typing import Protocol
+
 from .errors import OutOfMemory
 
 # Device virtual addresses start here (any nonzero base would do; zero stays invalid); device
@@ -77,10 +78,18 @@ class AllocStats:
     reuses: int = 0
 
 
+class DeviceMemory(Protocol):
+    """What the allocator needs of a backend: mapping and unmapping address ranges."""
+
+    def map(self, addr: int, nbytes: int) -> object: ...
+
+    def unmap(self, addr: int) -> None: ...
+
+
 class GMAllocator:
-    def __init__(self, gm: GlobalMemory, capacity: int, align: int, device_name: str,
+    def __init__(self, memory: DeviceMemory, capacity: int, align: int, device_name: str,
                  base: int = VA_BASE, host_check: bool = False):
-        self.gm = gm
+        self.memory = memory
         self.capacity = capacity
         self.align = align
         self.device_name = device_name
@@ -122,7 +131,7 @@ class GMAllocator:
                     check_host(size, f"{name} on {self.device_name}")
                 block = Block(self._next, size, nbytes, name)
                 try:
-                    self.gm.map(block.addr, size)
+                    self.memory.map(block.addr, size)
                 except MemoryError:
                     raise OutOfMemory(f"out of host memory: {name} on {self.device_name} "
                                       f"needs {human_bytes(size)}, which the host could not "
@@ -158,7 +167,7 @@ class GMAllocator:
         with self.lock:
             for blocks in self._free.values():
                 for block in blocks:
-                    self.gm.unmap(block.addr)
+                    self.memory.unmap(block.addr)
             self._free.clear()
             self.stats.cached_bytes = 0
 

@@ -1,7 +1,9 @@
 """KernelContext: what a kernel block knows about where it runs (R5).
 
-block_idx and block_num (GetBlockIdx / GetBlockNum), the tiling data computed on the host, the
-workspace the runtime allocated for it, and chip queries. Kernels never allocate GM.
+block_idx and block_num (GetBlockIdx / GetBlockNum), in a mix kernel which core of its group it
+is (is_aic: ASCEND_IS_AIC; sub_block_idx: GetSubBlockIdx; task_ratio: GetTaskRatio), the tiling
+data computed on the host, the workspace the runtime allocated for it, and chip queries.
+Kernels never allocate GM.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ class KernelContext:
     tiling: Any
     chip: ChipSpec
     workspace: GlobalTensor | None = None
+    is_aic: bool = False          # a Cube core (cube and mix kernels)
+    sub_block_idx: int = 0        # which AIV of a mix kernel's group
+    task_ratio: int = 1           # AIVs per AIC, on an AIV of a mix kernel
+
+    @classmethod
+    def of(cls, core, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
+           ) -> KernelContext:
+        """The context of the block `core` (the backend's core) runs now."""
+        return cls(core.block_idx, core.block_num, tiling, chip, workspace,
+                   core.kind.value == "AIC", core.sub_block_idx, core.task_ratio)
 
     @property
     def ub_bytes(self) -> int:

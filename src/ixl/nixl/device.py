@@ -26,7 +26,7 @@ from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
 from .views import VIEW_OPS
 from .record import RunRecord
-from .registry import REGISTRY, Registry
+from .registry import REGISTRY, KernelEntry, Registry
 from .shim import run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
@@ -89,7 +89,7 @@ class Device:
         self.record = record                  # keep every pipe slice (traces, plots)
         self.registry = registry
         self.index = next(_device_ids)
-        self.allocator = GMAllocator(self.backend.gm, self.chip.hbm_bytes,
+        self.allocator = GMAllocator(self.backend, self.chip.hbm_bytes,
                                      self.chip.gm_alloc_align, self.chip.name,
                                      base=VA_BASE + self.index * VA_STRIDE,
                                      host_check=not timing_only)
@@ -144,13 +144,12 @@ class Device:
                 padded = np.zeros(t.desc.storage_shape, data.dtype)
                 padded[tuple(slice(0, d) for d in t.shape)] = data
                 data = padded
-            self.backend.gm.bytes(t.addr, t.desc.nbytes)[:] = \
-                np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            self.backend.write(t.addr, np.ascontiguousarray(data))
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
         with self._lock:
             self._check_open()
-            return self.backend.gm.bytes(addr, nbytes).copy()
+            return self.backend.read(addr, nbytes)
 
     def release(self, t: DeviceTensor) -> None:
         """Free `t` once (from any thread; a second free does nothing)."""
@@ -231,6 +230,23 @@ class Device:
         self.last_profile = record
         self.stream.append(record)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def launch(self, entry: KernelEntry, inputs, outputs, attrs: dict | None = None,
+               config=None) -> RunRecord:
+        """Run a kernel entry of one's own (not registered for an op: a kernel under
+        development, a calibration workload) on live tensors of this device, as `run` runs a
+        native kernel: the same version check, tiling and launch. Its `config` is used as given
+        (no tuning-cache lookup); the record goes to `last_profile` and the stream."""
+        with self._lock:
+            self._check_open()
+            for role, t in [*(("input", t) for t in inputs), *(("output", t) for t in outputs)]:
+                if t is not None:
+                    self._own(t, f"{entry.op} {role}")
+            record = run_native(self, entry, list(inputs), list(outputs), attrs or {},
+                                config if config is not None else {})
+            self.last_profile = record
+            self.stream.append(record)
+            return record
 
     def _view(self, op: str, inputs, spec: ArgSpec, attrs: dict) -> DeviceTensor:
         """A contiguous tensor re-described: same storage, no data moved, no launch."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from ..ascend import Mode
-from ..ascend.gm import GlobalTensor
-from ..ascend.observe import GmRole
 from . import log, tuning_cache
+from .backend import GmRole, Mode
 from .context import KernelContext
 from .errors import KernelStartFailed
 from .record import RunRecord
@@ -55,29 +53,29 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     if not 1 <= plan.block_dim <= chip.max_block_dim:
         raise KernelStartFailed(f"kernel start failed: block_dim {plan.block_dim} outside "
                                 f"[1, {chip.max_block_dim}]")
-    gm = device.backend.gm
+    backend = device.backend
     workspace = device.empty((plan.workspace_bytes,), "uint8", "workspace") \
         if plan.workspace_bytes else None
     try:
-        ws = (GlobalTensor(gm, workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
-                           "workspace") if workspace else None)
+        ws = (backend.window(workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
+                             "workspace") if workspace else None)
         names = entry.arg_names or [*entry.schema.input_names(len(inputs)), *entry.schema.outputs]
-        tensors = [t and GlobalTensor(gm, t.addr, t.desc.np_dtype, t.desc.storage_size, n)
+        tensors = [t and backend.window(t.addr, t.desc.np_dtype, t.desc.storage_size, n)
                    for t, n in zip((*inputs, *outputs), names)]
         log.launch(entry.op, name, chip.name,
                    [("in" if i < len(inputs) else "out", n, t)
                     for i, (n, t) in enumerate(zip(names, (*inputs, *outputs))) if t], plan, ws)
 
         def body(core):
-            ctx = KernelContext(core.block_idx, core.block_num, plan.tiling, chip, ws)
-            return entry.kernel(ctx, *tensors)      # a generator when the kernel has SyncAlls
+            ctx = KernelContext.of(core, plan.tiling, chip, ws)
+            return entry.kernel(ctx, *tensors)      # a generator when the kernel waits for others
 
         mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
         roles = [GmRole.INPLACE if i in entry.inplace else GmRole.INPUT
                  for i in range(len(inputs))] + [GmRole.OUTPUT] * len(outputs)
         args = [(t, r) for t, r in zip(tensors, roles) if t]
         args += [(ws, GmRole.WORKSPACE)] if ws else []
-        record.launch = device.backend.launch(name, body, plan.block_dim, mode, args)
+        record.launch = backend.launch(name, body, plan.block_dim, mode, args, entry.kind)
     finally:
         if workspace is not None:
             workspace.free()

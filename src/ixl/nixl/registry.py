@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from ..hixl import OpSchema, get_op
+from .backend import KernelType
 from .tensor_desc import TensorDesc
 from .tuning import TuningSpace
 
@@ -38,6 +39,7 @@ class KernelEntry:
     tuning_space: TuningSpace = field(default_factory=TuningSpace)   # what `ixl tune` sweeps
     arg_names: tuple[str, ...] | None = None   # GM tensor names (default: the schema's)
     inplace: tuple[int, ...] = ()              # inputs the kernel may write (by position)
+    kind: KernelType = KernelType.VECTOR       # vector, cube or mix: what block_dim counts
 
     @property
     def schema(self) -> OpSchema:

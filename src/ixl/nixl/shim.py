@@ -8,7 +8,6 @@ overlapped; the host's own compute time is not modeled).
 
 from __future__ import annotations
 
-from ..ascend.costs import cost_table
 from ..hixl import OpSchema
 from . import log
 from .record import RunRecord
@@ -23,8 +22,7 @@ def run_shim(device, schema: OpSchema, inputs: list, outputs: list, attrs: dict,
         for out, res in zip(outputs, results):
             device.write(out, res)
     present = [t for t in inputs if t is not None]
-    costs = cost_table(device.chip.arch)
-    host_us = sum(costs.host_copy_us(t.desc.nbytes) for t in (*present, *outputs))
+    host_us = sum(device.backend.host_copy_us(t.desc.nbytes) for t in (*present, *outputs))
     return RunRecord(schema.name, device.chip.name, "shim", [t and t.shape for t in inputs],
                      present[0].dtype if present else None, reason=reason, attrs=attrs,
                      host_us=host_us)

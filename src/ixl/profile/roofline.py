@@ -1,65 +1,74 @@
 """The model's speed of light for a memory-bound kernel: the modeled time of the best pure copy
 kernel that reads and writes the same bytes (every core, large double-buffered tiles, moves
-only). A kernel at 100% of it is as fast as the modeled chip can move its data."""
+only), run on a timing-only device like any kernel. A kernel at 100% of it is as fast as the
+modeled chip can move its data."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from ..ascend import AICore, Mode, SimulatedChip, get_chip
 from ..ascend import lang as asc
-from ..ascend.gm import GlobalMemory, GlobalTensor
+from ..intmath import ceil_div, round_up
+from ..nixl import RUNTIME_VERSION, Device, KernelContext, KernelEntry, LaunchPlan
 
-BASE = 0x20_0000_0000
+
+@dataclass(frozen=True)
+class CopyTiling:
+    reads: int            # bytes each core reads
+    writes: int           # bytes each core writes
+    tile: int             # bytes per tile
 
 
-def _copy_body(src: GlobalTensor, dst: GlobalTensor, reads: int, writes: int, tile: int):
+def copy_kernel(ctx: KernelContext, src, dst) -> None:
     """Each core reads its `reads` bytes and writes its `writes` bytes, tile by tile, a write
     riding along with each read until both are done (double buffered, moves only)."""
-    def body(core: AICore) -> None:
-        r0, w0 = core.block_idx * reads, core.block_idx * writes
-        r_len = max(0, min(reads, src.count - r0))
-        w_len = max(0, min(writes, dst.count - w0))
-        pipe = asc.TPipe()
-        q = asc.TQue(asc.TPosition.VECIN)
-        pipe.init_buffer(q, 2, tile)
-        for step in range(max(-(-r_len // tile), -(-w_len // tile))):
-            off = step * tile
-            x = q.alloc_tensor(np.uint8)
-            if off < r_len:
-                asc.data_copy_pad(x, src[r0 + off],
-                                  asc.DataCopyExtParams(1, min(tile, r_len - off), 0, 0))
-            q.enque(x)
-            x = q.deque()
-            if off < w_len:
-                asc.data_copy_pad(dst[w0 + off], x,
-                                  asc.DataCopyExtParams(1, min(tile, w_len - off), 0, 0))
-            q.free_tensor(x)
-    return body
+    t: CopyTiling = ctx.tiling
+    r0, w0 = ctx.block_idx * t.reads, ctx.block_idx * t.writes
+    r_len = max(0, min(t.reads, src.count - r0))
+    w_len = max(0, min(t.writes, dst.count - w0))
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN)
+    pipe.init_buffer(q, 2, t.tile)
+    for step in range(max(ceil_div(r_len, t.tile), ceil_div(w_len, t.tile))):
+        off = step * t.tile
+        x = q.alloc_tensor(np.uint8)
+        if off < r_len:
+            asc.data_copy_pad(x, src[r0 + off],
+                              asc.DataCopyExtParams(1, min(t.tile, r_len - off), 0, 0))
+        q.enque(x)
+        x = q.deque()
+        if off < w_len:
+            asc.data_copy_pad(dst[w0 + off], x,
+                              asc.DataCopyExtParams(1, min(t.tile, w_len - off), 0, 0))
+        q.free_tensor(x)
+
+
+def _plan(read_bytes: int, write_bytes: int):
+    def plan(ins, outs, attrs, chip, config) -> LaunchPlan:
+        cores, align = chip.aiv_cores, chip.gm_alloc_align
+        reads = round_up(ceil_div(read_bytes, cores), align)
+        writes = round_up(ceil_div(write_bytes, cores), align)
+        blocks = max(ceil_div(read_bytes, reads) if reads else 0,
+                     ceil_div(write_bytes, writes) if writes else 0)
+        tile = chip.ub_bytes // 2 // align * align
+        return LaunchPlan(max(blocks, 1), CopyTiling(reads, writes, tile))
+    return plan
 
 
 @lru_cache(maxsize=64)
 def speed_of_light_us(chip_name: str, read_bytes: int, write_bytes: int) -> float:
     """Modeled time of the copy kernel moving `read_bytes` in and `write_bytes` out."""
-    chip = get_chip(chip_name)
-    gm = GlobalMemory()
-    gm.map(BASE, max(read_bytes, 1))
-    gm.map(BASE + (1 << 40), max(write_bytes, 1))
-    src = GlobalTensor(gm, BASE, np.uint8, read_bytes, "src")
-    dst = GlobalTensor(gm, BASE + (1 << 40), np.uint8, write_bytes, "dst")
-    cores = chip.aiv_cores
-    align = chip.gm_alloc_align
-
-    def share(n: int) -> int:
-        return -(-(-(-n // cores)) // align) * align
-
-    tile = chip.ub_bytes // 2 // align * align
-    reads, writes = share(read_bytes), share(write_bytes)
-    blocks = max(-(-read_bytes // reads) if reads else 0, -(-write_bytes // writes) if writes else 0)
-    sim = SimulatedChip(chip)
-    sim.gm = gm
-    rec = sim.launch("copy", _copy_body(src, dst, reads, writes, tile), max(blocks, 1),
-                     Mode(timing_only=True))
-    return rec.time_us
+    entry = KernelEntry(op="copy", kernel=copy_kernel, tiling=_plan(read_bytes, write_bytes),
+                        dtypes=("uint8",), built_for_runtime=RUNTIME_VERSION,
+                        arg_names=("src", "dst"))
+    with Device(chip_name, timing_only=True, debug=False) as dev:
+        src = dev.empty((max(read_bytes, 1),), "uint8", "src")
+        dst = dev.empty((max(write_bytes, 1),), "uint8", "dst")
+        try:
+            return dev.launch(entry, [src], [dst]).time_us
+        finally:
+            src.free()
+            dst.free()
