@@ -33,18 +33,34 @@ class FlagEdge:
     wait_time: float
 
 
+@dataclass(frozen=True)
+class CrossEdge:
+    """A cross-core flag: core `setter` set it on `set_pipe`, core `waiter` passed its wait."""
+
+    flag: int
+    setter: int
+    set_pipe: Pipe
+    set_time: float
+    waiter: int
+    wait_time: float
+
+
 class TimelineRecorder(Observer):
-    """Per core of the latest launch: `slices` and `edges`."""
+    """Per core of the latest launch: `slices` and `edges`; `cross` the cross-core flags."""
 
     def __init__(self):
         self.scalar_issue = 0.0
         self.slices: dict[int, list[Slice]] = {}
         self.edges: dict[int, list[FlagEdge]] = {}
+        self.cross: list[CrossEdge] = []
+        self._sets: dict[int, list] = {}
 
     def launch_begin(self, launch: LaunchInfo) -> None:
         self.scalar_issue = cost_table(launch.chip.arch).scalar_issue_cycles
         self.slices = {c: [] for c in launch.cores}
         self.edges = {c: [] for c in launch.cores}
+        self.cross = []
+        self._sets = {c: [] for c in launch.cores}
 
     def _dispatch(self, core: int, issued: float) -> None:
         self.slices[core].append(Slice(Pipe.S, "dispatch", issued, issued + self.scalar_issue))
@@ -59,3 +75,9 @@ class TimelineRecorder(Observer):
         if ev.kind is SyncKind.WAIT:
             self.edges[ev.core].append(FlagEdge(f"{ev.src.name}_{ev.dst.name}:{ev.event_id}",
                                                 ev.src, ev.fired, ev.dst, ev.time))
+        elif ev.kind is SyncKind.CROSS_SET:
+            self._sets[ev.core].append((ev.src, ev.time))
+        elif ev.kind is SyncKind.CROSS_WAIT:
+            for setter, number in ev.peer:
+                pipe, when = self._sets[setter][number - 1]
+                self.cross.append(CrossEdge(ev.event_id, setter, pipe, when, ev.core, ev.time))

@@ -89,6 +89,7 @@ class LaunchRecord:
     cores: list[CoreReport]
     chip: ChipSpec
     kind: KernelType = KernelType.VECTOR
+    cross_edges: list = field(default_factory=list)     # recorded cross-core flags (CrossEdge)
 
     def of(self, kind: CoreKind) -> list[CoreReport]:
         """The cores of one kind (a mix launch has both)."""
@@ -206,7 +207,7 @@ class SimulatedChip:
                    for c in sorted(cores, key=lambda c: c.core_id)]
         record = LaunchRecord(name, block_num, self.chip.clock_mhz,
                               costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
-                              self.chip, kind)
+                              self.chip, kind, recorder.cross if recorder else [])
         for o in observers:
             o.launch_end(record)
         return record

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..ascend.core import CoreKind  # noqa: E402
 from ..ascend.simulator import LaunchRecord  # noqa: E402
 from ..ascend.timeline import Pipe  # noqa: E402
 
@@ -15,8 +16,9 @@ COLORS = {Pipe.S: "#999999", Pipe.V: "#d62728", Pipe.MTE2: "#1f77b4", Pipe.MTE3:
 
 
 def plot_timeline(rec: LaunchRecord, path: str, cores: int = 2, title: str = "") -> None:
-    """Busy intervals per pipe for the first `cores` cores and the slowest one."""
-    chosen = list(rec.cores[:cores])
+    """Busy intervals per pipe for the first `cores` cores of each kind (Cube cores first, with
+    their CUBE, MTE1 and FIXPIPE lanes) and the slowest core."""
+    chosen = [c for kind in (CoreKind.AIC, CoreKind.AIV) for c in rec.of(kind)[:cores]]
     slowest = max(rec.cores, key=lambda c: c.cycles)
     if slowest not in chosen:
         chosen.append(slowest)

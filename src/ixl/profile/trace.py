@@ -1,7 +1,9 @@
 """Chrome trace JSON (chrome://tracing, Perfetto): one process per core, one track per pipe.
 
-Lanes are named as msprof's simulator names them (VECTOR, SCALAR, MTE2, MTE3, CUBE, MTE1,
-FIXPIPE); set/wait pairs (and the enque/deque and free/alloc built on them) become flow arrows.
+Lanes are named as msprof's simulator names them (VECTOR, SCALAR, MTE2, MTE3 on a vector core;
+CUBE, MTE1, MTE2, MTE3, FIXPIPE, SCALAR on a Cube core); set/wait pairs (and the enque/deque and
+free/alloc built on them) become flow arrows, and so do cross-core flags between two cores'
+processes (set on its pipe, passed on the waiting core's scalar track).
 Pipes are in order, so slices on one track never overlap. A track keeps at most
 `max_slices` slices (the rest are counted in the process's metadata), so large runs stay
 loadable.
@@ -24,8 +26,9 @@ TRACK_ORDER = [Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX
 def chrome_trace(rec: LaunchRecord, max_slices: int = 5000) -> dict:
     events: list[dict] = []
     for core in rec.cores:
-        events += core_events(core.core_id, _label(core.core_id, core.blocks), core.slices,
+        events += core_events(int(core.core_id), _label(core.core_id, core.blocks), core.slices,
                               core.edges, rec.clock_mhz, max_slices)
+    events += cross_events(rec.cross_edges, int, rec.clock_mhz)
     return {"traceEvents": _flow_ids(events), "displayTimeUnit": "ns",
             "otherData": {"kernel": rec.kernel, "chip": rec.chip.name,
                           "launch_overhead_us": rec.launch_us, "task_duration_us": rec.time_us}}
@@ -73,6 +76,18 @@ def core_events(pid: int, label: str, slices: list[Slice], edges: list[FlagEdge]
     return events
 
 
+def cross_events(edges: list, pid_of, clock: float, offset_us: float = 0.0) -> list[dict]:
+    """Flow arrows of cross-core flags, from the setter's pipe to the waiter's scalar track."""
+    events = []
+    for e in edges:
+        common = {"name": f"cross-core flag {e.flag}", "cat": "cross-core"}
+        events.append({**common, "ph": "s", "pid": pid_of(e.setter),
+                       "tid": TRACK_ORDER.index(e.set_pipe), "ts": offset_us + e.set_time / clock})
+        events.append({**common, "ph": "f", "bp": "e", "pid": pid_of(e.waiter),
+                       "tid": TRACK_ORDER.index(Pipe.S), "ts": offset_us + e.wait_time / clock})
+    return events
+
+
 def _flow_ids(events: list[dict]) -> list[dict]:
     """Number the flow arrows: each set ("s") and the wait ("f") after it share an id."""
     flow_id = 0
@@ -103,12 +118,15 @@ class ChromeTrace(TimelineRecorder):
         self.offset_us = 0.0
 
     def launch_end(self, record: LaunchRecord) -> None:
+        def pid_of(core_id: int) -> int:      # core ids reach 2**16 + AICs
+            return self.launches * (1 << 17) + int(core_id)
         for core in record.cores:
-            pid = self.launches * 1000 + core.core_id
             label = f"launch {self.launches} {record.kernel}: {_label(core.core_id, core.blocks)}"
-            self.events += core_events(pid, label, self.slices[core.core_id],
+            self.events += core_events(pid_of(core.core_id), label, self.slices[core.core_id],
                                        self.edges[core.core_id], record.clock_mhz,
                                        self.max_slices, self.offset_us + record.launch_us)
+        self.events += cross_events(self.cross, pid_of, record.clock_mhz,
+                                    self.offset_us + record.launch_us)
         self.launches += 1
         self.offset_us += record.time_us
 
