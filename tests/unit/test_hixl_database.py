@@ -25,7 +25,7 @@ PLANNED = {
     "Split", "Tile", "Pad", "GatherElements", "GatherND", "ArgMin",
 }
 TIERS = {"S": {"elementwise", "compare"}, "A": {"reduce", "norm", "pool"},
-         "B": {"matmul", "conv"}, "C": {"index", "shape", "resize", "control"}}
+         "B": {"matmul", "conv", "format"}, "C": {"index", "shape", "resize", "control"}}
 
 
 def test_every_planned_op_is_in_the_database():

@@ -23,6 +23,7 @@ from .pipe import LocalTensor, TBuf, TPipe, TPosition, TQue, local_tensor
 from .schedule import KernelType
 from .sync import HardEvent, pipe_barrier, set_flag, wait_flag
 from .timeline import Pipe
+from .transdata import TransDataTo5HDParams, trans_data_to_5hd
 from .vector import (BinaryRepeatParams, CmpMode, brcb, RoundMode, UnaryRepeatParams, abs, add, adds,
                      cast, compare, compare_scalar, div, duplicate, exp, ln, max, maxs, min,
                      mins, mul, muls, reciprocal, relu, rsqrt, select, sqrt, sub,
@@ -36,7 +37,8 @@ __all__ = [
     "set_fmatrix", "set_load_data_padding_value", "mmad", "set_hf32_mode", "set_hf32_trans_mode",
     "CFG_NZ", "CFG_ROW_MAJOR", "FixpipeConfig", "FixpipeParamsV220", "InitConstValueParams",
     "LoadData2DParams", "LoadData2dTransposeParams", "LoadData3DParamsV2", "MmadParams",
-    "Nd2NzParams", "QuantMode", "KernelType", "local_tensor",
+    "Nd2NzParams", "QuantMode", "KernelType", "local_tensor", "TransDataTo5HDParams",
+    "trans_data_to_5hd",
     "DataCopyExtParams", "DataCopyPadExtParams",
     "DataCopyParams", "data_copy", "data_copy_pad", "GlobalTensor", "LocalTensor", "TBuf",
     "TPipe", "TPosition", "TQue", "HardEvent", "pipe_barrier", "set_flag", "wait_flag", "Pipe",

@@ -139,11 +139,7 @@ class Device:
             if data.shape != t.shape:
                 raise ShapeMismatch(f"write of shape {data.shape} into {t.name} of shape "
                                     f"{t.shape}")
-            data = data.astype(to_numpy(t.dtype), copy=False)
-            if t.desc.is_padded:
-                padded = np.zeros(t.desc.storage_shape, data.dtype)
-                padded[tuple(slice(0, d) for d in t.shape)] = data
-                data = padded
+            data = t.desc.to_storage(data.astype(to_numpy(t.dtype), copy=False))
             self.backend.write(t.addr, np.ascontiguousarray(data))
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
@@ -209,7 +205,9 @@ class Device:
                     for t, s in zip(inputs, specs)]
         reason = "no native kernel" if entry is None else entry.why_not(in_descs, bound)
         out_descs = (entry.desc_fn(in_descs, bound) if entry is not None and reason is None
-                     and entry.desc_fn else [TensorDesc.nd(s.shape, s.dtype) for s in out_specs])
+                     and entry.desc_fn else
+                     [TensorDesc.in_format(s.shape, s.dtype, bound.get("dst_format", "ND"))
+                      for s in out_specs])
         outputs = []
         try:
             for desc, name in zip(out_descs, schema.output_names(len(out_descs))):

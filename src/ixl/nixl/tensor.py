@@ -36,11 +36,8 @@ class DeviceTensor:
         return raw.view(self.desc.np_dtype).reshape(self.desc.storage_shape)
 
     def numpy(self) -> np.ndarray:
-        """Copy to the host: the logical tensor, padding dropped."""
-        stored = self.storage()
-        if self.desc.is_padded:
-            return stored[tuple(slice(0, d) for d in self.desc.shape)].copy()
-        return stored
+        """Copy to the host: the logical tensor (padding dropped, fractals unpacked)."""
+        return self.desc.from_storage(self.storage())
 
     def free(self) -> None:
         self.device.release(self)

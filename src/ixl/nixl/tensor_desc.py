@@ -1,4 +1,10 @@
-"""TensorDesc: logical shape vs storage shape, format and dtype, kept apart everywhere (R5)."""
+"""TensorDesc: logical shape vs storage shape, format and dtype, kept apart everywhere (R5).
+
+A tensor stored ND may pad its last dim; one stored FRACTAL_NZ or NC1HWC0 (the Cube's formats,
+hixl/formats.py) has a storage shape of fractals. `to_storage` and `from_storage` convert
+between the logical array and the stored one, so what the host reads and writes is always the
+logical tensor.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..hixl import ArgSpec, to_numpy
+from ..hixl import formats
 
 
 class Format(enum.Enum):
@@ -38,6 +45,40 @@ class TensorDesc:
         per = max(1, align_bytes // to_numpy(dtype).itemsize)
         last = -(-shape[-1] // per) * per
         return cls(dtype, shape, shape[:-1] + (last,), Format.ND)
+
+    @classmethod
+    def in_format(cls, shape, dtype: str, fmt: Format | str) -> TensorDesc:
+        """A tensor of logical `shape` stored in format `fmt`."""
+        fmt = Format(fmt)
+        shape = tuple(int(d) for d in shape)
+        if fmt is Format.ND:
+            return cls.nd(shape, dtype)
+        c0 = formats.c0_of(to_numpy(dtype))
+        storage = (formats.nz_shape(shape, c0) if fmt is Format.FRACTAL_NZ
+                   else formats.nc1hwc0_shape(shape, c0))
+        return cls(dtype, shape, storage, fmt)
+
+    def to_storage(self, array: np.ndarray) -> np.ndarray:
+        """The logical `array` as stored (padding zeroed, fractals laid out)."""
+        if self.format is Format.FRACTAL_NZ:
+            return formats.nd_to_nz(array, self.storage_shape[-1])
+        if self.format is Format.NC1HWC0:
+            return formats.nchw_to_nc1hwc0(array, self.storage_shape[-1])
+        if self.is_padded:
+            padded = np.zeros(self.storage_shape, array.dtype)
+            padded[tuple(slice(0, d) for d in self.shape)] = array
+            return padded
+        return array
+
+    def from_storage(self, stored: np.ndarray) -> np.ndarray:
+        """The logical tensor of the stored array."""
+        if self.format is Format.FRACTAL_NZ:
+            return formats.nz_to_nd(stored, self.shape[-2:])
+        if self.format is Format.NC1HWC0:
+            return formats.nc1hwc0_to_nchw(stored, self.shape[1])
+        if self.is_padded:
+            return stored[tuple(slice(0, d) for d in self.shape)].copy()
+        return stored
 
     @property
     def np_dtype(self) -> np.dtype:
