@@ -49,6 +49,7 @@ class ChipSpec:
     fixpipe_buffer_align: int = 128       # L1 -> Fixpipe buffer destination [FB] ([C] 64 [S2201])
     fractal_rows: int = 16                # a fractal is 16 rows of 32 bytes (L1, L0A, L0B) [FMT2]
     mmad_max_mnk: int = 4095              # MmadParams m, n, k [MMAD]
+    unit_flag_bytes: int = 512            # L0C bytes per unit flag (Mmad <-> Fixpipe) [UF]
     cross_core_flag_ids: int = 11         # CrossCoreSetFlag ids 0-10 ([C]: 11-14 are SyncAll's)
     cross_core_flag_max_count: int = 15   # a flag's counter: a 16th pending set is fatal [XCORE]
     aiv_per_aic: int = 2                  # a mix kernel's group: 1 AIC + 2 AIV [KTYPE]

@@ -17,6 +17,7 @@ import numpy as np
 from .chips import ChipSpec
 from .costs import CostTable, cost_table
 from .cube.params import CubeRegisters
+from .cube.unitflag import UnitFlags
 from .errors import AicoreOutOfBound, IllegalInstruction, KernelTimeout
 from .observe import Access, Instruction, Observer, Space, Sync, SyncKind
 from .timeline import Pipe, Timeline
@@ -138,8 +139,10 @@ class AICore:
         self.cross_core = None       # the launch's cross-core flag board (mix kernels)
         self.cross_sets = 0          # cross-core sets this core issued (numbers them)
         self.pending_wait = None     # a cross_core_wait_flag made but not yet yielded
-        # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...), per launch
+        # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
+        # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
+        self.unit_flags = UnitFlags() if self.kind is CoreKind.AIC else None
 
     # ---- block lifecycle (driven by the launcher) ----
     @property
@@ -181,6 +184,8 @@ class AICore:
                 o.block_end(self.core_id, self.block_idx)
         _current.core = None
         unpaired = self.timeline.unpaired_flags() if check else []
+        if check and self.unit_flags is not None:
+            unpaired += [f"unit flags of {b}" for b in self.unit_flags.unfinished()]
         if unpaired and self.mode.debug:
             raise KernelTimeout(
                 f"{self.label} execution timed out: core {self.core_id} block {self.block_idx} "
@@ -313,6 +318,12 @@ class AICore:
         if self.observers:
             self._sync(SyncKind.CROSS_WAIT, "cross_core_wait_flag", event_id=flag_id,
                        issued=self.timeline.issued, time=resumed, fired=fired, peer=peers)
+
+    def unit_flag_sync(self, kind: SyncKind, src: Pipe, dst: Pipe, buffer: int, fired: float,
+                       time: float) -> None:
+        """The Cube's L0C unit flags as the flag pair they amount to (call only when
+        observed): the hardware hands the buffer from `src` to `dst`."""
+        self._sync(kind, "unit_flag", src=src, dst=dst, event_id=buffer, time=time, fired=fired)
 
     def buffer_event(self, kind: SyncKind, what: str, buffer: Access) -> None:
         """alloc_tensor / free_tensor of a queue buffer (call only when observed)."""

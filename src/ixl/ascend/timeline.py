@@ -142,6 +142,22 @@ class Timeline:
             resumed = self.free[dst]
         return when - self.flag_latency, resumed
 
+    def hold(self, pipe: Pipe, until: float) -> None:
+        """Nothing more starts on `pipe` before `until` (a hardware handshake, like a flag
+        wait with no latency: the Cube's unit flags)."""
+        if self.free[pipe] < until:
+            self.free[pipe] = until
+
+    def stretch(self, pipe: Pipe, until: float) -> float:
+        """The latest instruction on `pipe` cannot finish before `until` (it waits for data a
+        coupled pipe is still producing); returns its end."""
+        start, end = self.last
+        if end < until:
+            self.free[pipe] = until
+            self.last = (start, until)
+            return until
+        return end
+
     def cross_set(self, pipe: Pipe) -> float:
         """CrossCoreSetFlag on `pipe`: returns when it fires (the pipe's earlier work done)."""
         self._scalar_step()

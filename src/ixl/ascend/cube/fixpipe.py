@@ -29,6 +29,7 @@ from ..pipe import LocalTensor
 from ..timeline import Pipe
 from .operands import BF16, F16, F32, FRACTAL, I8, I32, U8, U64, ceil, local, register_write
 from .params import CFG_ROW_MAJOR, FixpipeConfig, FixpipeParamsV220, QuantMode, check
+from .unitflag import FIXPIPE_MODES, check_mode
 
 Q = QuantMode
 # (source type, quant mode) -> destination types it can produce [FIX]
@@ -68,6 +69,7 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
         raise IllegalInstruction(f"{what} takes FixpipeParamsV220, got {type(params).__name__}")
     check(params, what)
     p = params
+    check_mode(p.unit_flag, FIXPIPE_MODES, what)
     nz2nd = to_gm and config is CFG_ROW_MAJOR      # into L1 the output is always NZ [FIXL1]
     _check_conversion(src, dst, p, to_gm, nz2nd, what)
     core = src.core
@@ -101,16 +103,21 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
         values = convert(sview[s_off], p.quant_pre, words, p.relu_en, dst.dtype)
         dview.view(dst.dtype)[d_off] = values
     nbytes = p.nd_num * p.m_size * p.n_size * dst.itemsize
+    if p.unit_flag:
+        units = ceil(int(s_off.max() + 1) * src.itemsize, core.chip.unit_flag_bytes)
+        other = core.unit_flags.wait(core, Pipe.FIX, src.offset, p.unit_flag)
     if to_gm:
         grid = core.burst_grid
         rows = p.nd_num * (p.m_size if nz2nd else ceil(p.n_size, FRACTAL))
         pitch = p.dst_stride * (dst.itemsize if nz2nd else core.chip.block_bytes)
         aligned = dst.addr % grid == 0 and (rows == 1 or pitch % grid == 0)
-        core.transfer(Pipe.FIX, what, core.costs.mte_transfer(nbytes, rows, aligned,
-                                                              core.mte_rate), nbytes,
-                      latency=core.costs.fixpipe_head_cycles)
+        cycles = core.costs.mte_transfer(nbytes, rows, aligned, core.mte_rate)
+        core.transfer(Pipe.FIX, what, cycles, nbytes, latency=core.costs.fixpipe_head_cycles)
     else:
-        core.issue(Pipe.FIX, what, core.costs.fixpipe_local(nbytes, "L1"))
+        cycles = core.costs.fixpipe_local(nbytes, "L1")
+        core.issue(Pipe.FIX, what, cycles)
+    if p.unit_flag:
+        core.unit_flags.done(core, Pipe.FIX, src.offset, p.unit_flag, units, other, cycles)
     if core.observers:
         reads = [Access(Space.L0C, src.offset, src.itemsize, s_off, "src")]
         if p.quant_pre.per_channel:
@@ -119,6 +126,8 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
         out = (Access(Space.GM, dst.addr, dst.itemsize, d_off, "dst", tensor=dst) if to_gm
                else Access(Space.L1, dst.offset, dst.itemsize, d_off, "dst"))
         core.observe(Pipe.FIX, what, tuple(reads), (out,), nbytes)
+    if p.unit_flag:
+        core.unit_flags.signal(core, Pipe.FIX, src.offset, p.unit_flag)
 
 
 def _check_conversion(src, dst, p, to_gm, nz2nd, what) -> None:

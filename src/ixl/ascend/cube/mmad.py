@@ -19,6 +19,7 @@ from ..timeline import Pipe
 from .operands import (BF16, F16, F32, FRACTAL, I8, I32, ceil, local, nz_offsets,
                        register_write, zn_offsets, zz_offsets)
 from .params import MmadParams, check
+from .unitflag import MMAD_MODES, check_mode
 
 # (A, B) input type -> the L0C type it accumulates in [MMAD]
 _ACCUMULATOR = {F16: F32, BF16: F32, F32: F32, I8: I32}
@@ -71,9 +72,7 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
         raise IllegalInstruction(
             f"{what} {a.dtype.name} x {b.dtype.name} -> {dst.dtype.name}: the Cube takes "
             f"float16, bfloat16 or float32 into float32, and int8 into int32 [MMAD]")
-    if params.unit_flag:
-        raise IllegalInstruction(f"{what} unit_flag {params.unit_flag}: not modeled; order the "
-                                 f"Fixpipe after the Mmad with set_flag/wait_flag(M_FIX)")
+    check_mode(params.unit_flag, MMAD_MODES, what)
     use_bias = bias is not None or (params.cmatrix_source and not params.cmatrix_init_val)
     if use_bias and bias is None:
         raise IllegalInstruction(f"{what} cmatrix_source True starts C from the BiasTable: "
@@ -112,11 +111,19 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
         _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32,
                  core.cube_state.hf32_round_even)
     cycles, _ = core.costs.mmad(m, n, k, k0, FRACTAL)
+    flag = params.unit_flag
+    if flag:
+        units = mp * np_ * acc.itemsize // chip.unit_flag_bytes
+        other = core.unit_flags.wait(core, Pipe.M, dst.offset, flag)
     core.issue(Pipe.M, what, cycles)
+    if flag:
+        core.unit_flags.done(core, Pipe.M, dst.offset, flag, units, other, cycles)
     core.timeline.stats[Pipe.M].flops += 2 * m * n * k
     if core.observers:
         core.observe(Pipe.M, what, *_accesses(dst, a, b, bias, m, n, k, kp, mp, c0, gemv,
                                               accumulate))
+    if flag:
+        core.unit_flags.signal(core, Pipe.M, dst.offset, flag)
 
 
 def _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32, round_even):
