@@ -107,10 +107,15 @@ def gemm(a, b, c, t: GemmTiling, dtype, out_dtype):
             qa1.enque(a1)
             b1 = qb1.alloc_tensor(dtype)
             if isz == 4:     # 16-row groups, so that LoadDataWithTranspose sees 16 x 16 squares
-                asc.data_copy(b1, b[n0], asc.Nd2NzParams(
-                    nd_num=ceil(t.k, 16), n_value=16 if t.k >= 16 else t.k, d_value=bn,
-                    src_nd_matrix_stride=16 * t.n, src_d_value=t.n, dst_nz_c0_stride=16,
-                    dst_nz_matrix_stride=16 * round_up(bn, 16)))
+                groups, tail = divmod(t.k, 16)
+                group = 16 * round_up(bn, 16)
+                if groups:
+                    asc.data_copy(b1, b[n0], asc.Nd2NzParams(
+                        nd_num=groups, n_value=16, d_value=bn, src_nd_matrix_stride=16 * t.n,
+                        src_d_value=t.n, dst_nz_c0_stride=16, dst_nz_matrix_stride=group))
+                if tail:
+                    asc.data_copy(b1[groups * group], b[groups * 16 * t.n + n0], asc.Nd2NzParams(
+                        n_value=tail, d_value=bn, src_d_value=t.n, dst_nz_c0_stride=16))
             else:
                 asc.data_copy(b1, b[n0], asc.Nd2NzParams(
                     n_value=t.k, d_value=bn, src_d_value=t.n, dst_nz_c0_stride=kp))
