@@ -97,7 +97,7 @@ def gemm(a, b, c, t: GemmTiling, dtype, out_dtype):
         pipe.init_buffer(qa2, 2, t.base_m * t.base_k * isz)
         pipe.init_buffer(qb2, 2, t.base_k * t.base_n * isz)
         pipe.init_buffer(qc, 1, t.base_m * t.base_n * 4)
-        for tile in range(core.block_idx, m_tiles * n_tiles, core.block_num):
+        for tile in range(asc.get_block_idx(), m_tiles * n_tiles, asc.get_block_num()):
             m0, n0 = (tile % m_tiles) * t.base_m, (tile // m_tiles) * t.base_n
             bm, bn = min(t.base_m, t.m - m0), min(t.base_n, t.n - n0)
             mp, np_ = round_up(bm, 16), round_up(bn, 16)

@@ -181,7 +181,7 @@ class Runner:
             if not self.paused:
                 break
             waits = {cid: w for cid, (_, w) in self.paused.items()}
-            blocked = [cid for cid, w in waits.items() if isinstance(w, CrossCoreWait)]
+            blocked = sorted(cid for cid, w in waits.items() if isinstance(w, CrossCoreWait))
             if blocked:
                 self._hang(by_id, blocked, waits)
             if len(waits) != len(self.cores):

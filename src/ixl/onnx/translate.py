@@ -384,7 +384,7 @@ TRANSLATORS: dict[str, Translator] = {
 EXPANSIONS = frozenset({"LSTM", "GRU", "Loop"})
 
 # ixl ops that are not ONNX ops (an ONNX model naming them is not asking for ixl's semantics).
-NOT_ONNX = frozenset({"Maximum", "Minimum", "Silu", "Rsqrt", "Adds", "Muls", "Sort"})
+NOT_ONNX = frozenset({"Maximum", "Minimum", "Silu", "Rsqrt", "Adds", "Muls", "Sort", "TransData"})
 
 
 def translator(op_type: str) -> Translator | None:
