@@ -71,10 +71,11 @@ def parse_pairs(items: list[str], flag: str) -> dict:
 
 
 def _jsonable(value):
-    """numpy values (array attributes such as Constant's) as plain JSON."""
+    """numpy values (array attributes such as Constant's) as plain JSON; any other attribute
+    value (an If's branch) by its type name, which is all a reader can use."""
     if isinstance(value, (np.ndarray, np.generic)):
         return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return f"<{type(value).__name__}>"
 
 
 def _emit_json(obj) -> None:

@@ -101,7 +101,7 @@ def test_a_whole_tensor_sum_runs_single_buffered():
 def test_a_config_that_does_not_fit_is_refused_by_name():
     dev = ixl.device("910B1", timing_only=True)
     a = dev.empty((64, 64), "float16")
-    with pytest.raises(ConfigDoesNotFit, match="buffer_num.*8.*16 event ids"):
+    with pytest.raises(ConfigDoesNotFit, match="buffer_num.*8.*16 MTE2 -> V event ids"):
         dev.run("Add", a, a, config={"buffer_num": 8})
     with pytest.raises(ConfigDoesNotFit, match="tile 100 must be a positive multiple of 128"):
         dev.run("Add", a, a, config={"tile": 100})
