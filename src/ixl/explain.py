@@ -43,17 +43,33 @@ ENTRIES = [
           "the tiling: tile = UB / (tensors x buffers x bytes); the chip spec's ub_bytes, "
           "max_buffers and event_ids_per_position"),
     Entry("illegal instruction",
-          "an unaligned UB address (LocalTensor offsets must be 32-byte aligned) or an "
-          "instruction parameter out of its range (repeat_times > 255, block_count > 4095)",
-          "offsets into local tensors; the mask / repeat / stride parameters"),
+          "an unaligned address (UB and L1 32 bytes, L0A/L0B 512, L0C 64 and an Mmad "
+          "destination 1024) or an instruction parameter out of its range (repeat_times > "
+          "255, block_count > 4095, Mmad m/n/k > 4095), or an operand in the wrong memory "
+          "(an Mmad's left matrix not in L0A)",
+          "offsets into local tensors; the mask / repeat / stride parameters; the params "
+          "struct's field the message names"),
+    Entry("buffer overflow",
+          "the buffers of a Cube kernel ask for more of L1, L0A, L0B, L0C, the BiasTable or "
+          "the Fixpipe buffer than the core has",
+          "the host tiling's base sizes against the chip spec's l1_bytes, l0a_bytes, "
+          "l0b_bytes, l0c_bytes (double buffering doubles each)"),
+    Entry("accumulation without init",
+          "an Mmad with cmatrix_init_val False adds onto L0C values that are not this tile's "
+          "partial sum: stale L0C, or a tile a Fixpipe already copied out",
+          "set cmatrix_init_val=True on each tile's first Mmad of its K loop (or start from "
+          "the bias)"),
     Entry("truncated copy",
           "a data_copy whose length is not a multiple of 32 bytes: the chip silently copies "
           "less; debug mode refuses it",
           "tails: use data_copy_pad, or round the tile to 32 bytes"),
     Entry("timed out",
-          "a wait_flag with no matching set_flag, a set_flag never waited for, or a deque of "
-          "an empty queue: the core waits forever",
-          "pair every set_flag/wait_flag with the same event and id; enque before deque"),
+          "a wait_flag with no matching set_flag, a set_flag never waited for, a deque of an "
+          "empty queue, a cross-core wait no core sets, or unit flags one side never sets: "
+          "the core waits forever",
+          "pair every set_flag/wait_flag with the same event and id; enque before deque; "
+          "each cross_core_wait_flag a matching cross_core_set_flag (mode, flag id, the "
+          "other side of the group); unit_flag 3 on both the last Mmad and its Fixpipe"),
     Entry("unsupported dtype",
           "the op (or the vector instruction) has no path for this dtype",
           "`ixl list` for each op's dtypes; bfloat16 computes in float32 on the A2 vector unit"),
