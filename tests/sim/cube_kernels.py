@@ -168,3 +168,37 @@ def _load_b(b2, b1, k0: int, bk: int, np_: int, kp: int, isz: int) -> None:
 
 def gemm_golden(a: np.ndarray, b: np.ndarray, out_dtype) -> np.ndarray:
     return (a.astype(np.float32) @ b.astype(np.float32)).astype(out_dtype)
+
+
+def load_tile(a, b, m: int, k: int, n: int, dtype, *, a_zz: bool = True, b_zn: bool = True,
+              flags: bool = True, load_b: bool = True, l1_b: int = 256 * 1024):
+    """A (m x k) and B (k x n), ND in GM, into L1 by ND2NZ copies (A at L1 0, B at `l1_b`),
+    then into L0A as ZZ and L0B as ZN (each fractal of NZ(B) transposed), with the MTE2_MTE1
+    and MTE1_M flags between; returns (a2, b2). The knobs plant bugs: `a_zz` False loads A's
+    NZ fractals in NZ order, `b_zn` False leaves B's fractals untransposed, `flags` False
+    drops the MTE2_MTE1 flag, `load_b` False never fills B's L1."""
+    mp, kp, np_ = round_up(m, 16), round_up(k, 16), round_up(n, 16)
+    a1 = asc.local_tensor(asc.TPosition.A1, dtype, 0, mp * kp)
+    b1 = asc.local_tensor(asc.TPosition.B1, dtype, l1_b, kp * np_)
+    asc.data_copy(a1, a, asc.Nd2NzParams(n_value=m, d_value=k, src_d_value=k,
+                                         dst_nz_c0_stride=mp))
+    if load_b:
+        asc.data_copy(b1, b, asc.Nd2NzParams(n_value=k, d_value=n, src_d_value=n,
+                                             dst_nz_c0_stride=kp))
+    if flags:
+        asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
+    a2 = asc.local_tensor(asc.TPosition.A2, dtype, 0, mp * kp)
+    b2 = asc.local_tensor(asc.TPosition.B2, dtype, 0, kp * np_)
+    if a_zz:                 # ZZ: per fractal row, its fractals across K
+        for mi in range(mp // 16):
+            asc.load_data(a2[mi * 16 * kp], a1, asc.LoadData2DParams(
+                start_index=mi, repeat_times=kp // 16, src_stride=mp // 16))
+    else:                    # the NZ fractals as they are: the wrong order for L0A
+        asc.load_data(a2, a1, asc.LoadData2DParams(repeat_times=mp * kp // 256))
+    for ki in range(kp // 16):
+        asc.load_data(b2[ki * np_ * 16], b1, asc.LoadData2DParams(
+            start_index=ki, repeat_times=np_ // 16, src_stride=kp // 16, if_transpose=b_zn))
+    asc.set_flag(asc.HardEvent.MTE1_M, 0)
+    asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+    return a2, b2

@@ -10,7 +10,7 @@ from ixl.ascend import lang as asc
 from ixl.ascend.errors import (AccumulationWithoutInit, AicoreOutOfBound, BufferOverflow,
                                HazardError, IllegalInstruction, KernelTimeout, ResourceLimit,
                                UninitialisedRead)
-from tests.sim.cube_kernels import Harness
+from tests.sim.cube_kernels import Harness, load_tile
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 P = asc.TPosition
@@ -218,26 +218,7 @@ def test_co2_is_gm_on_a2_and_event_ids_are_per_pipe_pair():
 def _tile(a, b, c, m=32, k=32, n=32, *, flags=True, init=True, load_b=True):
     """A 32 x 32 x 32 tile with its flags; knobs plant bugs."""
     def body(core):
-        a1 = asc.local_tensor(P.A1, F16, 0, m * k)
-        b1 = asc.local_tensor(P.B1, F16, 8192, k * n)
-        asc.data_copy(a1, a, asc.Nd2NzParams(n_value=m, d_value=k, src_d_value=k,
-                                             dst_nz_c0_stride=m))
-        if load_b:
-            asc.data_copy(b1, b, asc.Nd2NzParams(n_value=k, d_value=n, src_d_value=n,
-                                                 dst_nz_c0_stride=k))
-        if flags:
-            asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
-        a2 = asc.local_tensor(P.A2, F16, 0, m * k)
-        b2 = asc.local_tensor(P.B2, F16, 0, k * n)
-        for mi in range(m // 16):
-            asc.load_data(a2[mi * 16 * k], a1, asc.LoadData2DParams(
-                start_index=mi, repeat_times=k // 16, src_stride=m // 16))
-        for ki in range(k // 16):
-            asc.load_data(b2[ki * n * 16], b1, asc.LoadData2DParams(
-                start_index=ki, repeat_times=n // 16, src_stride=k // 16, if_transpose=True))
-        asc.set_flag(asc.HardEvent.MTE1_M, 0)
-        asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+        a2, b2 = load_tile(a, b, m, k, n, F16, flags=flags, load_b=load_b, l1_b=8192)
         l0c = asc.local_tensor(P.CO1, F32, 0, m * n)
         asc.mmad(l0c, a2, b2, asc.MmadParams(m=m, n=n, k=k, cmatrix_init_val=init))
         asc.set_flag(asc.HardEvent.M_FIX, 0)

@@ -10,7 +10,7 @@ from ixl.ascend.cube.fixpipe import convert
 from ixl.ascend.cube.mmad import to_hf32
 from ixl.ascend.observe import GmRole
 from ixl.hixl import formats
-from tests.sim.cube_kernels import BF16, GemmTiling, Harness, gemm, round_up
+from tests.sim.cube_kernels import BF16, GemmTiling, Harness, gemm, load_tile, round_up
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 
@@ -54,39 +54,18 @@ def _one_tile(a, b, c, m, k, n, dtype, a_zz=True, b_zn=True, mmad_kw=None, fix_k
               bias=None):
     """A and B whole into L1 (NZ), into L0A / L0B (ZZ / ZN unless told otherwise), one Mmad
     (from the bias, when given: GM -> L1 -> BiasTable), one Fixpipe NZ2ND into float32 C."""
-    mp, kp, np_ = round_up(m, 16), round_up(k, 16), round_up(n, 16)
+    mp, np_ = round_up(m, 16), round_up(n, 16)
 
     def body(core):
         bt = None
         if bias is not None:
-            l1 = asc.local_tensor(asc.TPosition.C1, bias.dtype, 256 * 1024, bias.count)
+            l1 = asc.local_tensor(asc.TPosition.C1, bias.dtype, 384 * 1024, bias.count)
             asc.data_copy(l1, bias, bias.count)
             asc.set_flag(asc.HardEvent.MTE2_MTE1, 1)
             asc.wait_flag(asc.HardEvent.MTE2_MTE1, 1)
             bt = asc.local_tensor(asc.TPosition.C2, np.float32, 0, bias.count)
             asc.data_copy(bt, l1, asc.DataCopyParams(1, bias.count * 4 // 64, 0, 0))
-        a1 = asc.local_tensor(asc.TPosition.A1, dtype, 0, mp * kp)
-        b1 = asc.local_tensor(asc.TPosition.B1, dtype, mp * kp * 2, kp * np_)
-        asc.data_copy(a1, a, asc.Nd2NzParams(n_value=m, d_value=k, src_d_value=k,
-                                             dst_nz_c0_stride=mp))
-        asc.data_copy(b1, b, asc.Nd2NzParams(n_value=k, d_value=n, src_d_value=n,
-                                             dst_nz_c0_stride=kp))
-        asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
-        a2 = asc.local_tensor(asc.TPosition.A2, dtype, 0, mp * kp)
-        b2 = asc.local_tensor(asc.TPosition.B2, dtype, 0, kp * np_)
-        if a_zz:                 # ZZ: per fractal row, its fractals across K
-            for mi in range(mp // 16):
-                asc.load_data(a2[mi * 16 * kp], a1, asc.LoadData2DParams(
-                    start_index=mi, repeat_times=kp // 16, src_stride=mp // 16))
-        else:                    # the NZ fractals as they are: the wrong order for L0A
-            asc.load_data(a2, a1, asc.LoadData2DParams(repeat_times=mp * kp // 256))
-        for ki in range(kp // 16):
-            asc.load_data(b2[ki * np_ * 16], b1, asc.LoadData2DParams(
-                start_index=ki, repeat_times=np_ // 16, src_stride=kp // 16,
-                if_transpose=b_zn))
-        asc.set_flag(asc.HardEvent.MTE1_M, 0)
-        asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+        a2, b2 = load_tile(a, b, m, k, n, dtype, a_zz=a_zz, b_zn=b_zn)
         l0c = asc.local_tensor(asc.TPosition.CO1, np.float32, 0, mp * np_)
         params = asc.MmadParams(m=m, n=n, k=k, **(mmad_kw or {}))
         if bt is None:

@@ -9,7 +9,7 @@ import pytest
 from ixl.ascend import lang as asc
 from ixl.ascend.cube.fixpipe import convert
 from ixl.hixl import formats
-from tests.sim.cube_kernels import Harness, round_up
+from tests.sim.cube_kernels import Harness, load_tile, round_up
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -83,30 +83,13 @@ def _mmad_out(config, params, out_dtype, out_shape, m=32, n=32, to_l1=False):
     y = h.empty(out_shape, out_dtype, "y")
 
     def body(core):
-        a1 = asc.local_tensor(asc.TPosition.A1, F16, 0, m * m)
-        b1 = asc.local_tensor(asc.TPosition.B1, F16, 64 * 1024, m * n)
-        asc.data_copy(a1, eye, asc.Nd2NzParams(n_value=m, d_value=m, src_d_value=m,
-                                               dst_nz_c0_stride=m))
-        asc.data_copy(b1, b, asc.Nd2NzParams(n_value=m, d_value=n, src_d_value=n,
-                                             dst_nz_c0_stride=m))
-        asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
-        a2 = asc.local_tensor(asc.TPosition.A2, F16, 0, m * m)
-        b2 = asc.local_tensor(asc.TPosition.B2, F16, 0, m * n)
-        for mi in range(m // 16):
-            asc.load_data(a2[mi * 16 * m], a1, asc.LoadData2DParams(
-                start_index=mi, repeat_times=m // 16, src_stride=m // 16))
-        for ki in range(m // 16):
-            asc.load_data(b2[ki * n * 16], b1, asc.LoadData2DParams(
-                start_index=ki, repeat_times=n // 16, src_stride=m // 16, if_transpose=True))
-        asc.set_flag(asc.HardEvent.MTE1_M, 0)
-        asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+        a2, b2 = load_tile(eye, b, m, m, n, F16)
         c = asc.local_tensor(asc.TPosition.CO1, F32, 0, m * n)
         asc.mmad(c, a2, b2, asc.MmadParams(m=m, n=n, k=m))
         asc.set_flag(asc.HardEvent.M_FIX, 0)
         asc.wait_flag(asc.HardEvent.M_FIX, 0)
         if to_l1:
-            l1 = asc.local_tensor(asc.TPosition.C1, out_dtype, 256 * 1024, m * n)
+            l1 = asc.local_tensor(asc.TPosition.C1, out_dtype, 384 * 1024, m * n)
             asc.fixpipe(l1, c, params, config)
             asc.set_flag(asc.HardEvent.FIX_MTE3, 0)
             asc.wait_flag(asc.HardEvent.FIX_MTE3, 0)
@@ -178,31 +161,14 @@ def test_fixpipe_per_channel_words_come_from_the_fixpipe_buffer():
     y = h.empty((m, n), np.int8, "y")
 
     def body(core):
-        l1w = asc.local_tensor(asc.TPosition.C1, np.uint64, 300 * 1024, n)
+        l1w = asc.local_tensor(asc.TPosition.C1, np.uint64, 384 * 1024, n)
         asc.data_copy(l1w, w, n)
-        a1 = asc.local_tensor(asc.TPosition.A1, F16, 0, m * m)
-        b1 = asc.local_tensor(asc.TPosition.B1, F16, 64 * 1024, m * n)
-        asc.data_copy(a1, eye, asc.Nd2NzParams(n_value=m, d_value=m, src_d_value=m,
-                                               dst_nz_c0_stride=m))
-        asc.data_copy(b1, b, asc.Nd2NzParams(n_value=m, d_value=n, src_d_value=n,
-                                             dst_nz_c0_stride=m))
-        asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
         asc.set_flag(asc.HardEvent.MTE2_FIX, 0)
         asc.wait_flag(asc.HardEvent.MTE2_FIX, 0)
         fb = asc.local_tensor(asc.TPosition.C2PIPE2GM, np.uint64, 0, n)
         asc.data_copy(fb, l1w, asc.DataCopyParams(1, n * 8 // 128, 0, 0))
         asc.set_fix_pipe_config(fb)
-        a2 = asc.local_tensor(asc.TPosition.A2, F16, 0, m * m)
-        b2 = asc.local_tensor(asc.TPosition.B2, F16, 0, m * n)
-        for mi in range(2):
-            asc.load_data(a2[mi * 16 * m], a1, asc.LoadData2DParams(
-                start_index=mi, repeat_times=2, src_stride=2))
-        for ki in range(2):
-            asc.load_data(b2[ki * n * 16], b1, asc.LoadData2DParams(
-                start_index=ki, repeat_times=2, src_stride=2, if_transpose=True))
-        asc.set_flag(asc.HardEvent.MTE1_M, 0)
-        asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+        a2, b2 = load_tile(eye, b, m, m, n, F16)
         c = asc.local_tensor(asc.TPosition.CO1, F32, 0, m * n)
         asc.mmad(c, a2, b2, asc.MmadParams(m=m, n=n, k=m))
         asc.set_flag(asc.HardEvent.M_FIX, 0)
