@@ -130,3 +130,24 @@ def test_reduction_tiling_plans_or_declines(dev, data):
     specs = [ArgSpec(shape, dtype), ArgSpec((len(axes),), "int64", tuple(axes))]
     attrs = {"keepdims": data.draw(st.sampled_from([0, 1]))}
     _plan_or_decline(dev, op, specs, attrs, _config(data, op))
+
+
+@_settings(40)
+@given(data=st.data())
+def test_cube_matmul_tiling_plans_or_declines(dev, data):
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    m, k, n = (data.draw(DIM) for _ in range(3))
+    assume(max(m * k, k * n, m * n) <= MAX_ELEMENTS)
+    _plan_or_decline(dev, "MatMul", [ArgSpec((m, k), dtype), ArgSpec((k, n), dtype)], {},
+                     _config(data, "MatMul"))
+
+
+@_settings(40)
+@given(data=st.data())
+def test_transdata_tiling_plans_or_declines(dev, data):
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32", "int8", "int32"]))
+    shape = _shape(data, data.draw(st.integers(2, 4)))
+    fmt = data.draw(st.sampled_from(["FRACTAL_NZ", "NC1HWC0"] if len(shape) == 4
+                                    else ["FRACTAL_NZ"]))
+    _plan_or_decline(dev, "TransData", [ArgSpec(shape, dtype)], {"dst_format": fmt},
+                     _config(data, "TransData"))

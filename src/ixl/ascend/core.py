@@ -164,7 +164,8 @@ class AICore:
             o.block_begin(self.core_id, block_idx)
 
     def pause(self) -> None:
-        """A block waits at a SyncAll: it is no longer this thread's running core."""
+        """A block waits (at a SyncAll or a cross-core flag): it is no longer this thread's
+        running core."""
         _current.core = None
 
     def resume(self) -> None:

@@ -372,13 +372,13 @@ class TPipe:
 def local_tensor(position: TPosition, dtype, byte_addr: int, count: int) -> LocalTensor:
     """LocalTensor<T>(TPosition, addr, len): a tensor at a fixed address of the position's
     memory, with no queue (the basic-API style, ordered by set_flag/wait_flag) [BPB]. Its
-    start must be aligned and it must fit in the memory."""
+    start must be aligned as the memory requires and it must fit in it (an instruction
+    checks its own stricter rule: an Mmad destination on 1 KB)."""
     core = current_core()
     dtype = np.dtype(dtype)
     space = position.space
     what = f"local_tensor at {position.value}"
-    core.check_aligned(space, byte_addr, what, getattr(core.chip, _BUFFER_ALIGN[space])
-                       if space is not Space.UB else None)
+    core.check_aligned(space, byte_addr, what)
     core.local_view(space, byte_addr, count * dtype.itemsize, what)
     return LocalTensor(core, byte_addr, dtype, count, position)
 

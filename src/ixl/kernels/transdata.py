@@ -61,8 +61,8 @@ def plan(ins: list[TensorDesc], outs: list[TensorDesc], attrs: dict, chip: ChipS
          config: TuningConfig | None = None) -> LaunchPlan:
     config = (config or TuningConfig()).only(("buffer_num", "tile_div", "block_dim"),
                                              "the TransData kernel")
-    x, y = ins[0], outs[0]
-    mode = MODES[(x.format, y.format)]
+    x = ins[0]
+    mode = MODES[(x.format, Format(attrs["dst_format"]))]
     isz = x.itemsize
     c0 = chip.c0(isz)
     if mode in ("nd_to_nz", "nz_to_nd"):
