@@ -250,3 +250,31 @@ def test_a_set_on_a_pipe_that_is_not_the_writers_races_with_the_reader():
             in str(e.value)
         for t in (a, b, y):
             t.free()
+
+
+def test_flags_set_and_never_waited_are_reported_in_debug_mode():
+    def body(core):
+        if asc.is_aic():
+            asc.cross_core_set_flag(2, asc.Pipe.M, 6)
+    _launch(body, debug=False)                  # the chip leaves the counters set
+    with pytest.raises(KernelTimeout, match=re.escape(
+            "the launch ended with cross-core flags set and never waited: core 0 flag 6 x1, "
+            "core 1 flag 6 x1")):
+        _launch(body)
+
+
+def test_the_trace_draws_cross_core_flags_between_the_cores():
+    from ixl.profile import chrome_trace
+
+    def body(core):
+        if asc.is_aic():
+            _busy(2)
+            asc.cross_core_set_flag(2, asc.Pipe.M, 3)
+        else:
+            yield asc.cross_core_wait_flag(3)
+    rec = Harness().launch(body, kind=MIX, debug=False, record=True)
+    assert [(str(e.setter), str(e.waiter)) for e in rec.cross_edges] in (
+        [("0 (AIC)", "0"), ("0 (AIC)", "1")], [("0 (AIC)", "1"), ("0 (AIC)", "0")])
+    flows = [e for e in chrome_trace(rec)["traceEvents"] if e.get("cat") == "cross-core"]
+    assert sorted(e["ph"] for e in flows) == ["f", "f", "s", "s"]
+    assert {e["pid"] for e in flows if e["ph"] == "s"} == {1 << 16}
