@@ -70,7 +70,8 @@ def test_matmul_base_sizes_come_from_the_chips_buffers():
     small = dataclasses.replace(chip, l0c_bytes=64 * 1024)
     assert matmul_plan([a, b], [y], {}, small, TuningConfig()).tiling.base_m == 80
     single = matmul_plan([a, b], [y], {}, chip, TuningConfig(buffer_num=1)).tiling
-    assert single.base_m * single.base_n * 4 <= chip.l0c_bytes < 2 * single.base_m * single.base_n * 4
+    tile_bytes = single.base_m * single.base_n * 4
+    assert tile_bytes <= chip.l0c_bytes < 2 * tile_bytes
 
 
 def test_ixl_run_profiles_a_cube_kernel_with_aic_metrics(capsys, tmp_path):

@@ -1,15 +1,11 @@
 """The Cube's numbers: hand-written cube kernels against numpy (float32 accumulation), layouts
 that round-trip, and a wrong layout that computes wrong numbers, as on the chip."""
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from ixl.ascend import lang as asc
-from ixl.ascend.cube.fixpipe import convert
 from ixl.ascend.cube.mmad import to_hf32
-from ixl.ascend.observe import GmRole
-from ixl.hixl import formats
 from tests.sim.cube_kernels import BF16, GemmTiling, Harness, gemm, load_tile, round_up
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)

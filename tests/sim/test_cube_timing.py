@@ -45,8 +45,9 @@ def test_mmad_cycles_are_head_plus_fractal_steps(dtype, acc, k0, hf32, m, n, k):
 def test_mte1_moves_256_bytes_a_cycle_into_l0a_and_128_into_l0b():
     def body(core):
         l1 = asc.local_tensor(P.A1, F16, 0, 8192)
-        asc.load_data(asc.local_tensor(P.A2, F16, 0, 8192), l1, asc.LoadData2DParams(repeat_times=16))
-        asc.load_data(asc.local_tensor(P.B2, F16, 0, 8192), l1, asc.LoadData2DParams(repeat_times=16))
+        for position in (P.A2, P.B2):
+            asc.load_data(asc.local_tensor(position, F16, 0, 8192), l1,
+                          asc.LoadData2DParams(repeat_times=16))
     rec = Harness().launch(body, debug=False)
     nbytes = 16 * 512
     assert _busy(rec, Pipe.MTE1) == pytest.approx(2 * MTE1_HEAD + nbytes / 256 + nbytes / 128)

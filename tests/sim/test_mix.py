@@ -12,7 +12,6 @@ import ixl
 from ixl.ascend import lang as asc
 from ixl.ascend.costs import cost_table
 from ixl.ascend.errors import CrossCoreRace, IllegalInstruction, KernelTimeout
-from ixl.ascend.observe import GmRole
 from ixl.nixl import RUNTIME_VERSION, KernelEntry, LaunchPlan
 from tests.sim.cube_kernels import GemmTiling, Harness, gemm
 

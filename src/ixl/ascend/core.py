@@ -124,7 +124,8 @@ class AICore:
         self.mte_latency = self.costs.mte_latency_cycles
         self.burst_grid = self.costs.burst_align_bytes
         given = memories or ({Space.UB: ub} if ub is not None else {})
-        self.memories = {sp: given[sp] if sp in given else np.zeros(memory_bytes(chip, sp), np.uint8)
+        self.memories = {sp: given[sp] if sp in given
+                         else np.zeros(memory_bytes(chip, sp), np.uint8)
                          for sp in self.kind.spaces}
         self.ub = self.memories.get(Space.UB)
         self.block_idx = 0

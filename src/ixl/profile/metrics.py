@@ -111,7 +111,8 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
         findings.append(f"launch overhead is {v['launch_share']:.0%} of the time: fuse small "
                         "kernels or batch launches")
     used = {p for c in cores for p in c.pipes}
-    counts = {p.lane: sum(c.pipes[p].count for c in cores if p in c.pipes) for p in Pipe if p in used}
+    counts = {p.lane: sum(c.pipes[p].count for c in cores if p in c.pipes)
+              for p in Pipe if p in used}
     diagnosis = "; ".join(findings) or "balanced: no pipe dominates and moves overlap compute"
     return Metrics(v, diagnosis, counts)
 
@@ -167,8 +168,9 @@ def _cube_findings(v: dict, shares: dict, unhidden_compute: float) -> list[str]:
     port, cube, mte1 = shares[PORT], shares["CUBE"], shares["MTE1"]
     fix = shares["FIXPIPE"]
     if cube >= 0.6 and cube >= max(port, mte1, fix):
-        findings.append(f"Cube-bound: the Cube carries the kernel (mac ratio {v['aic_mac_ratio']:.0%}, "
-                        f"{v['cube_tflops']:.1f} of {v['cube_peak_tflops']:.0f} TFLOPS)")
+        findings.append(f"Cube-bound: the Cube carries the kernel (mac ratio "
+                        f"{v['aic_mac_ratio']:.0%}, {v['cube_tflops']:.1f} of "
+                        f"{v['cube_peak_tflops']:.0f} TFLOPS)")
     if mte1 >= 0.3 and mte1 >= cube:
         findings.append("L1/L0 feed-bound: moving L1 into L0A/L0B (MTE1) takes longer than the "
                         "Mmads it feeds (larger base blocks reuse each load more; L0 double "

@@ -180,9 +180,10 @@ def _to_fixpipe_buffer(fb: LocalTensor, l1: LocalTensor, p: DataCopyParams) -> N
     nbytes = p.block_count * width
     core.issue(Pipe.FIX, "data_copy", core.costs.fixpipe_local(nbytes, "FB"))
     if core.observers:
+        rows = p.block_count
         core.observe(Pipe.FIX, "data_copy",
-                     (Access(Space.L1, l1.offset, 1, Rows(p.block_count, width, src_pitch), "src"),),
-                     (Access(Space.FB, fb.offset, 1, Rows(p.block_count, width, dst_pitch), "dst"),),
+                     (Access(Space.L1, l1.offset, 1, Rows(rows, width, src_pitch), "src"),),
+                     (Access(Space.FB, fb.offset, 1, Rows(rows, width, dst_pitch), "dst"),),
                      nbytes)
 
 

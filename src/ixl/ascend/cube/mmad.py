@@ -48,7 +48,8 @@ def to_hf32(x: np.ndarray, round_even: bool = True) -> np.ndarray:
     else:
         bias = half
     finite = (u & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
-    rounded = ((u + np.where(finite, bias, np.uint32(0))) & np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF))
+    keep = np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)
+    rounded = (u + np.where(finite, bias, np.uint32(0))) & keep
     return np.where(finite, rounded, u).view(np.float32)
 
 

@@ -195,7 +195,7 @@ class CrossCoreRaces(Observer):
     def _race(self, root: int, first, second, phase: int) -> None:
         lo, hi = max(first[1], second[1]), min(first[2], second[2])
         where = self._where(root, lo, hi)
-        unordered = (f"with no SyncAll or cross-core flag ordering them"
+        unordered = ("with no SyncAll or cross-core flag ordering them"
                      + (f" (after SyncAll {phase})" if phase else ""))
         if first[3] and second[3]:
             cores = sorted((first[5], second[5]))
