@@ -17,12 +17,13 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..datamove import DataCopyParams
+from ...intmath import ceil_div, round_up
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
 from ..observe import Access, Rows, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import BF16, F16, F32, I32, U64, ceil, dtype_in, local
+from .operands import BF16, F16, F32, I32, U64, dtype_in, local
 from .params import InitConstValueParams, Nd2NzParams, check
 
 
@@ -64,7 +65,7 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
     isz = l1.itemsize
     blk = core.chip.block_bytes
     row = p.d_value * isz
-    blocks = ceil(row, blk)
+    blocks = ceil_div(row, blk)
     src_mat, src_row = p.src_nd_matrix_stride * isz, p.src_d_value * isz
     dst_mat, dst_row, dst_col = p.dst_nz_matrix_stride * isz, p.dst_nz_n_stride * blk, \
         p.dst_nz_c0_stride * blk
@@ -112,7 +113,7 @@ def _nd2nz_accesses(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams, isz: int,
 @lru_cache(maxsize=128)
 def _nd2nz_dst(nd_num, n_value, d_value, mat, n_stride, c0_stride, c0):
     """Element offsets in L1 of each copied element (rows, d_value) and of the padding."""
-    elems = ceil(d_value, c0) * c0
+    elems = round_up(d_value, c0)
     col = np.arange(elems)
     per_col = (col // c0) * c0_stride * c0 + col % c0
     rows = (np.arange(nd_num)[:, None] * mat + np.arange(n_value)[None, :] * n_stride * c0)

@@ -22,12 +22,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...intmath import ceil_div
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import BF16, F16, F32, FRACTAL, I8, I32, U8, U64, ceil, local, register_write
+from .operands import BF16, F16, F32, FRACTAL, I8, I32, U8, U64, local, register_write
 from .params import CFG_ROW_MAJOR, FixpipeConfig, FixpipeParamsV220, QuantMode, check
 from .unitflag import FIXPIPE_MODES, check_mode
 
@@ -104,11 +105,11 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
         dview.view(dst.dtype)[d_off] = values
     nbytes = p.nd_num * p.m_size * p.n_size * dst.itemsize
     if p.unit_flag:
-        units = ceil(int(s_off.max() + 1) * src.itemsize, core.chip.unit_flag_bytes)
+        units = ceil_div(int(s_off.max() + 1) * src.itemsize, core.chip.unit_flag_bytes)
         other = core.unit_flags.wait(core, Pipe.FIX, src.offset, p.unit_flag)
     if to_gm:
         grid = core.burst_grid
-        rows = p.nd_num * (p.m_size if nz2nd else ceil(p.n_size, FRACTAL))
+        rows = p.nd_num * (p.m_size if nz2nd else ceil_div(p.n_size, FRACTAL))
         pitch = p.dst_stride * (dst.itemsize if nz2nd else core.chip.block_bytes)
         aligned = dst.addr % grid == 0 and (rows == 1 or pitch % grid == 0)
         cycles = core.costs.mte_transfer(nbytes, rows, aligned, core.mte_rate)
@@ -192,7 +193,7 @@ def _dst_offsets(nz2nd, nd_num, m, n, dst_stride, dst_nd_stride, isz, split, blk
         half = col // 8
         offs = (2 * kb + half) * block + j * 8 + col % 8
     elif isz == 1:     # int8: pairs of 16-column blocks merged into 16 x 32 fractals
-        blocks = ceil(n, FRACTAL)
+        blocks = ceil_div(n, FRACTAL)
         odd_last = (blocks % 2 == 1) & (kb == blocks - 1)
         merged = (kb // 2) * block + j * 32 + (kb % 2) * 16 + col
         offs = np.where(odd_last, (kb // 2) * block + j * 16 + col, merged)

@@ -16,12 +16,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...intmath import round_up
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import BF16, F16, F32, I8, U8, ceil, dtype_in, local, register_write
+from .operands import BF16, F16, F32, I8, U8, dtype_in, local, register_write
 from .params import LoadData2DParams, LoadData2dTransposeParams, LoadData3DParamsV2, check
 
 _L0 = (Space.L0A, Space.L0B)
@@ -246,12 +247,12 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
         return
     geo = _Img2Col(l1_h, l1_w, tuple(pads), p.channel_size // c0, c0, p.stride_h, p.stride_w,
                    p.kernel_h, p.kernel_w, p.dilation_filter_h, p.dilation_filter_w)
-    if p.k_start_pt + kext > geo.k or (p.m_start_pt + mext > ceil(geo.m, 16) * 16):
+    if p.k_start_pt + kext > geo.k or (p.m_start_pt + mext > round_up(geo.m, 16)):
         raise IllegalInstruction(
             f"{what}: window rows [{p.m_start_pt}, {p.m_start_pt + mext}) x columns "
             f"[{p.k_start_pt}, {p.k_start_pt + kext}) outside the img2col matrix of "
             f"{geo.m} x {geo.k}")
-    mp, kp = ceil(mext, 16) * 16, ceil(kext, c0) * c0
+    mp, kp = round_up(mext, 16), round_up(kext, c0)
     src_off, dst_off, valid = _img2col_offsets(geo, p.m_start_pt, mext, p.k_start_pt, kext,
                                                dst.space is Space.L0B or p.en_transpose,
                                                dst.space is Space.L0A and p.en_transpose)
@@ -320,8 +321,8 @@ def _img2col_offsets(g: _Img2Col, m0: int, mext: int, k0: int, kext: int, zn: bo
     """For each element of the window: its source element in the feature map, its destination
     element in L0 (ZZ; ZN of the transpose for L0B; ZZ of the transpose for a transposed L0A)
     and whether it is inside the feature map (else padding)."""
-    m = m0 + np.arange(ceil(mext, 16) * 16)[:, None]
-    k = k0 + np.arange(ceil(kext, g.c0) * g.c0)[None, :]
+    m = m0 + np.arange(round_up(mext, 16))[:, None]
+    k = k0 + np.arange(round_up(kext, g.c0))[None, :]
     c0 = k % g.c0
     rest = k // g.c0
     kw_i = rest % g.kw
@@ -334,7 +335,7 @@ def _img2col_offsets(g: _Img2Col, m0: int, mext: int, k0: int, kext: int, zn: bo
     valid = (hi >= 0) & (hi < g.h) & (wi >= 0) & (wi < g.w) & (ho < g.ho) & (c1 < g.c1)
     src = ((c1 * g.h + np.clip(hi, 0, g.h - 1)) * g.w + np.clip(wi, 0, g.w - 1)) * g.c0 + c0
     r, c = m - m0, k - k0
-    mp, kp = ceil(mext, 16) * 16, ceil(kext, g.c0) * g.c0
+    mp, kp = round_up(mext, 16), round_up(kext, g.c0)
     if zn:      # ZN of the (k x m) transpose: column blocks of C0 along k, m rows each
         dst = (c // g.c0) * mp * g.c0 + r * g.c0 + c % g.c0
     elif zz_t:  # ZZ of the transpose (k x m)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...intmath import round_up
 from ..errors import IllegalInstruction
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import (BF16, F16, F32, FRACTAL, I8, I32, ceil, local, nz_offsets,
+from .operands import (BF16, F16, F32, FRACTAL, I8, I32, local, nz_offsets,
                        register_write, zn_offsets, zz_offsets)
 from .params import MmadParams, check
 from .unitflag import MMAD_MODES, check_mode
@@ -98,12 +99,11 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
             core.observe(Pipe.M, what, (), ())
         return
     c0 = chip.c0(a.itemsize)
-    kp = ceil(k, 16 if a.dtype == F32 and params.k_direction_align else c0) * \
-        (16 if a.dtype == F32 and params.k_direction_align else c0)
-    mp, np_ = ceil(m, FRACTAL) * FRACTAL, ceil(n, FRACTAL) * FRACTAL
+    kp = round_up(k, 16 if a.dtype == F32 and params.k_direction_align else c0)
+    mp, np_ = round_up(m, FRACTAL), round_up(n, FRACTAL)
     gemv = m == 1
     a_bytes = (k if gemv else mp * kp) * a.itemsize
-    b_bytes = ceil(k, c0) * c0 * np_ * b.itemsize
+    b_bytes = round_up(k, c0) * np_ * b.itemsize
     av = core.local_view(Space.L0A, a.offset, a_bytes, what).view(a.dtype)
     bv = core.local_view(Space.L0B, b.offset, b_bytes, what).view(b.dtype)
     cv = core.local_view(Space.L0C, dst.offset, mp * np_ * acc.itemsize, what).view(acc)
@@ -134,7 +134,7 @@ def _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32, rou
     else:
         amat = av.reshape(mp // FRACTAL, kp // c0, FRACTAL, c0).swapaxes(1, 2) \
             .reshape(mp, kp)[:m, :k]
-    np_ = ceil(n, FRACTAL) * FRACTAL
+    np_ = round_up(n, FRACTAL)
     bmat = bv.reshape(-1, np_ // FRACTAL, FRACTAL, c0).transpose(0, 3, 1, 2) \
         .reshape(-1, np_)[:k, :n]
     integer = cv.dtype == I32

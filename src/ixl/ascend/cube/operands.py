@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from ..core import current_core
+from ...intmath import round_up
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
 from ..observe import Space
@@ -53,10 +54,6 @@ def register_write(what: str):
     return core.cube_state
 
 
-def ceil(n: int, k: int) -> int:
-    return -(-n // k)
-
-
 @lru_cache(maxsize=256)
 def zz_offsets(m: int, k: int, c0: int, kp: int) -> np.ndarray:
     """Element offsets (m, 1, k) of an m x k matrix stored ZZ with rows padded to `kp`."""
@@ -68,7 +65,7 @@ def zz_offsets(m: int, k: int, c0: int, kp: int) -> np.ndarray:
 @lru_cache(maxsize=256)
 def zn_offsets(k: int, n: int, c0: int) -> np.ndarray:
     """Element offsets (1, n, k) of a k x n matrix stored ZN (column-major fractals)."""
-    np_ = ceil(n, FRACTAL) * FRACTAL
+    np_ = round_up(n, FRACTAL)
     r = np.arange(k)[None, None, :]
     c = np.arange(n)[None, :, None]
     return (r // c0) * np_ * c0 + (c // FRACTAL) * FRACTAL * c0 + (c % FRACTAL) * c0 + r % c0

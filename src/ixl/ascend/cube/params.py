@@ -238,5 +238,4 @@ class CubeRegisters:
     hf32_round_even: bool = True           # SetHF32TransMode: NEAREST_EVEN or NEAREST_ZERO
     fmatrix: tuple | None = None           # SetFmatrix: (l1_h, l1_w, pad_list)
     padding_value: float = 0               # SetLoadDataPaddingValue
-    repeat: tuple = (0, 1, 0)              # SetLoadDataRepeat: (repeat_stride, repeat_time, mode)
     fixpipe_params: object = None          # SetFixPipeConfig: the Fixpipe buffer tensor
