@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..intmath import ceil_div
+
 # Which throughput row of the [VECPERF] table an instruction belongs to.
 VECTOR_CLASS = {
     "add": "simple", "sub": "simple", "mul": "simple", "max": "simple", "min": "simple",
@@ -88,7 +90,7 @@ class CostTable:
     def mmad(self, m: int, n: int, k: int, k0: int, fractal: int = 16) -> tuple[float, int]:
         """(cycles, ideal cycles) of one Mmad: head + ceil(m/16) ceil(n/16) ceil(k/k0); the
         ideal part is the Cube at its peak rate."""
-        ideal = -(-m // fractal) * -(-n // fractal) * -(-k // k0)
+        ideal = ceil_div(m, fractal) * ceil_div(n, fractal) * ceil_div(k, k0)
         return self.raw["cube"]["mmad"]["head_cycles"] + ideal, ideal
 
     def mte1(self, nbytes: int, dst: str) -> float:

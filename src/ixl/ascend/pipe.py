@@ -15,6 +15,7 @@ from collections import deque
 
 import numpy as np
 
+from ..intmath import round_up
 from .core import AICore, current_core
 from .errors import BufferOverflow, IllegalInstruction, ResourceLimit, UbOverflow
 from .observe import Access, Space, SyncKind
@@ -306,7 +307,7 @@ class TPipe:
                 f"(the Fixpipe writes it directly); there is no on-chip buffer to allocate")
         capacity = len(core.memory(space, f"init_buffer at {target.position.value}"))
         align = getattr(chip, _BUFFER_ALIGN[space])
-        slot_bytes = -(-length // align) * align
+        slot_bytes = round_up(length, align)
         cursor = self.cursors.get(space, 0)
         required = cursor + num * slot_bytes
         if required > capacity:
