@@ -73,27 +73,74 @@ def load_tokenizer():
     return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
-class CausalLMWithPast(torch.nn.Module):
-    """LlamaForCausalLM over an explicit cache: the past keys and values come in as tensors,
-    the presents (past + this call's) go out, with the logits of the last position only.
-    Positions continue the past; the causal mask is an additive bias built from them."""
+class CausalLMWithCache(torch.nn.Module):
+    """LlamaForCausalLM over a fixed-capacity cache that the graph updates in place.
+
+    Inputs: the new tokens, their positions, and per layer the key and value caches
+    (capacity, kv_heads, head_dim), one row per position. The graph writes this call's keys
+    and values into the rows of their positions (ScatterND, index_put in torch) and returns
+    the updated caches, so a runtime that knows the input is dead after the write can update
+    the buffer in place. Attention reads all `capacity` rows; a bias from the positions masks
+    the rows after each token's own (unwritten rows must hold finite values: zeros). The query
+    heads attend grouped by their key/value head (no repeated keys): (kv_heads, sequence x
+    groups, head_dim) against (kv_heads, head_dim, capacity).
+
+    The embedding, projections, MLP, rotary tables and head are the model's own modules; the
+    RMSNorm is the model's formula written as x / sqrt(mean(x^2) + eps) * w, the form ixl's
+    RMSNormalization pattern recognises (LlamaRMSNorm's float32 casts are identities here)."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
-        self.layers = model.config.num_hidden_layers
+        config = model.config
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim = config.hidden_size // self.heads
+        self.eps = config.rms_norm_eps
 
-    def forward(self, input_ids, *past):
-        from transformers import DynamicCache
-        length, offset = input_ids.shape[1], past[0].shape[2]
-        positions = torch.arange(length) + offset
-        future = torch.arange(offset + length)[None, :] > positions[:, None]
-        bias = torch.where(future, torch.finfo(torch.float32).min, 0.0)[None, None]
-        cache = DynamicCache(ddp_cache_data=list(zip(past[0::2], past[1::2])))
-        out = self.model(input_ids=input_ids, position_ids=positions[None], attention_mask=bias,
-                         past_key_values=cache, use_cache=True, logits_to_keep=1)
-        presents = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
-        return (out.logits, *presents)
+    def norm(self, x, weight):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * weight
+
+    def rotary(self, x, cos, sin):
+        half = self.head_dim // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+    def attention(self, layer, x, cos, sin, bias, slots, key_cache, value_cache):
+        length, capacity = x.shape[0], key_cache.shape[0]
+        groups = self.heads // self.kv_heads
+        attn = layer.self_attn
+        q = self.rotary(attn.q_proj(x).view(length, self.heads, self.head_dim), cos, sin)
+        k = self.rotary(attn.k_proj(x).view(length, self.kv_heads, self.head_dim), cos, sin)
+        v = attn.v_proj(x).view(length, self.kv_heads, self.head_dim)
+        key_cache = torch.index_put(key_cache, (slots,), k)
+        value_cache = torch.index_put(value_cache, (slots,), v)
+        q = q.view(length, self.kv_heads, groups, self.head_dim).transpose(0, 1)
+        q = q.reshape(self.kv_heads, length * groups, self.head_dim)
+        scores = torch.matmul(q, key_cache.permute(1, 2, 0)) * attn.scaling
+        scores = scores.view(self.kv_heads, length, groups, capacity) + bias
+        probs = torch.softmax(scores, dim=-1).view(self.kv_heads, length * groups, capacity)
+        out = torch.matmul(probs, value_cache.transpose(0, 1))
+        out = out.view(self.kv_heads, length, groups, self.head_dim).transpose(0, 1)
+        return attn.o_proj(out.reshape(length, self.heads * self.head_dim)), key_cache, \
+            value_cache
+
+    def forward(self, input_ids, position_ids, *cache):
+        inner = self.model.model
+        capacity = cache[0].shape[0]
+        h = inner.embed_tokens(input_ids)[0]
+        cos, sin = (t[0][:, None, :] for t in inner.rotary_emb(h, position_ids))
+        positions = position_ids[0]
+        visible = torch.arange(capacity)[None, :] <= positions[:, None]
+        bias = torch.where(visible, 0.0, torch.finfo(torch.float32).min)[:, None, :]
+        updated = []
+        for i, layer in enumerate(inner.layers):
+            out, key_cache, value_cache = self.attention(
+                layer, self.norm(h, layer.input_layernorm.weight), cos, sin, bias, positions,
+                cache[2 * i], cache[2 * i + 1])
+            updated += [key_cache, value_cache]
+            h = h + out
+            h = h + layer.mlp(self.norm(h, layer.post_attention_layernorm.weight))
+        logits = self.model.lm_head(self.norm(h[-1:], inner.norm.weight))
+        return (logits[None], *updated)
 
 
 def cache_names(layers: int, prefix: str) -> list[str]:
@@ -139,23 +186,50 @@ def check_parameters(model, found: dict) -> None:
                              f"ixl reads it: the weight mapping would be wrong")
 
 
+def empty_cache(config, capacity: int) -> list:
+    head_dim = config.hidden_size // config.num_attention_heads
+    return [torch.zeros(capacity, config.num_key_value_heads, head_dim)
+            for _ in range(2 * config.num_hidden_layers)]
+
+
+def check_wrapper(model, wrapper, steps: int = 3, capacity: int = 16) -> None:
+    """The wrapper gives transformers' logits: a prefill, then `steps` tokens one at a time
+    through the cache it updates, each against the model run on the whole sequence."""
+    ids = [1, 504, 3575, 282, 4649, 314]
+    cache = empty_cache(model.config, capacity)
+    feed, start = ids, 0
+    with torch.no_grad():
+        for _ in range(steps + 1):
+            positions = torch.arange(start, start + len(feed))[None]
+            logits, *cache = wrapper(torch.tensor([feed]), positions, *cache)
+            expected = model(input_ids=torch.tensor([ids])).logits[0, -1]
+            error = float((logits[0, 0] - expected).abs().max())
+            if error > 1e-4:
+                raise SystemExit(f"the cache wrapper differs from transformers by {error} "
+                                 f"after {len(ids)} tokens")
+            start += len(feed)
+            feed = [int(logits[0, 0].argmax())]
+            ids = ids + feed
+    print(f"cache wrapper == transformers over {steps} decode steps")
+
+
 def export_graph() -> None:
     model = load_model()
     config = model.config
     found = candidates(GGUFFile(gguf_path()), config)
     check_parameters(model, found)
-    layers, kv_heads = config.num_hidden_layers, config.num_key_value_heads
-    head_dim = config.hidden_size // config.num_attention_heads
-    past = [torch.randn(1, kv_heads, 3, head_dim) for _ in range(2 * layers)]
-    example = (torch.tensor([[1, 2, 3, 4]]), *past)
-    inputs = ["input_ids", *cache_names(layers, "past_key_values")]
-    outputs = ["logits", *cache_names(layers, "present")]
-    axes = {"input_ids": {1: "sequence"}}
-    axes.update({n: {2: "past_sequence"} for n in inputs[1:]})
-    axes.update({n: {2: "total_sequence"} for n in outputs[1:]})
+    wrapper = CausalLMWithCache(model)
+    check_wrapper(model, wrapper)
+    layers = config.num_hidden_layers
+    example = (torch.tensor([[1, 2, 3, 4]]), torch.tensor([[2, 3, 4, 5]]),
+               *empty_cache(config, 7))
+    inputs = ["input_ids", "position_ids", *cache_names(layers, "cache")]
+    outputs = ["logits", *cache_names(layers, "updated")]
+    axes = {"input_ids": {1: "sequence"}, "position_ids": {1: "sequence"}}
+    axes.update({n: {0: "capacity"} for n in inputs[2:] + outputs[1:]})
     GRAPH.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
-        torch.onnx.export(CausalLMWithPast(model), example, str(GRAPH), input_names=inputs,
+        torch.onnx.export(wrapper, example, str(GRAPH), input_names=inputs,
                           output_names=outputs, opset_version=OPSET, dynamo=False,
                           do_constant_folding=True, dynamic_axes=axes)
     onnx_model = onnx.load(str(GRAPH))
@@ -165,8 +239,8 @@ def export_graph() -> None:
     mapping = strip_weights(onnx_model, lambda array: weight_source(array, found),
                             KEEP_BYTES)
     onnx_model.doc_string = (f"SmolLM2-135M-Instruct (LlamaForCausalLM) from {PACKAGE} "
-                             f"{version(PACKAGE)}, {GGUF_NAME.rsplit('/', 1)[1]}, with past "
-                             f"keys/values; weights stripped (see the .weights.json beside)")
+                             f"{version(PACKAGE)}, {GGUF_NAME.rsplit('/', 1)[1]}, with a "
+                             f"key/value cache updated in place; weights stripped (see the .weights.json beside)")
     onnx.checker.check_model(onnx_model)
     onnx.save(onnx_model, str(GRAPH))
     GRAPH.with_suffix(".weights.json").write_text(json.dumps(

