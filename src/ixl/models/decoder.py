@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..hixl import ArgSpec
+from ..hixl import ArgSpec, to_numpy
 from ..nixl import Graph, GraphRecord, device
 from ..onnx import Converted
 from ..onnx.passes import cast_floats, optimize, specialize
@@ -70,6 +70,12 @@ class CachedDecoder:
     def cache_shape(self, name: str, capacity: int) -> tuple[int, ...]:
         spec = next(s for s in self.inputs if s.name == name)
         return tuple(capacity if d == CAPACITY else d for d in spec.shape)
+
+    def cache_bytes(self, capacity: int) -> int:
+        """Device memory of every cache at `capacity` positions."""
+        itemsize = np.dtype(to_numpy(self.dtype)).itemsize
+        return sum(int(np.prod(self.cache_shape(name, capacity))) * itemsize
+                   for name, _ in self.cache)
 
     def gear(self, length: int, capacity: int) -> Graph:
         """The graph for `length` new tokens over caches of `capacity` rows, host-computable

@@ -112,7 +112,7 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
     schema.infer([ArgSpec(t.shape, t.dtype) for t in tensors], node.attrs)
     if data.desc.is_padded:
         raise BadInput(f"ScatterND in place: {data.name} has a padded layout")
-    reason = f"no native kernel; in place into the donated {data.name}, only the updates move"
+    reason = "no native kernel; in place into the donated data input, only the updates move"
     log.shim("ScatterND", reason)
     costs = cost_table(device.chip.arch)
     host_us = costs.host_copy_us(indices.desc.nbytes) + costs.host_copy_us(updates.desc.nbytes)
