@@ -10,7 +10,7 @@ import sys
 import numpy as np
 from rich.markup import escape
 
-from ..ascend import CHIPS
+from ..ascend import CHIPS, get_chip
 from ..console import out
 from ..hixl import BadInput, to_numpy
 from ..nixl import GraphRecord
@@ -78,6 +78,7 @@ def phase_json(rows: list[OpRow], total: float, records: list[GraphRecord]) -> d
 
 def cmd_smollm2(args) -> int:
     check_texts([args.prompt])
+    get_chip(args.chip)                 # before the weights are read
     if args.max_new_tokens < 1:
         raise BadInput(f"--max-new-tokens {args.max_new_tokens}: give at least 1")
     model = SmolLM2(args.chip, args.dtype)
