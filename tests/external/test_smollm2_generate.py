@@ -81,10 +81,11 @@ def test_float32_generates_the_reference_for_every_prompt(models, i):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype, i, tokens, top5", [
     ("float16", 0, 16, 0.95),
-    ("bfloat16", 3, 16, 0.9)])
+    ("bfloat16", 0, 16, 0.95)])
 def test_narrow_dtypes_agree_with_the_reference(models, dtype, i, tokens, top5):
-    """As measured on the committed prompts (see the README): float16 keeps every token of
-    both, bfloat16 those of the chat prompt; the top 5 share at least `top5` of their ids."""
+    """As measured (see the README): on the first prompt both keep all 16 tokens, and the
+    top 5 share at least `top5` of their ids with the reference's (float16 98.8%, bfloat16
+    96.3% measured)."""
     result = generate(models(dtype), i)
     assert all(np.isfinite(row).all() for row in result.logits)
     same, overlap = agreement(result, i)
