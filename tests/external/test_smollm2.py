@@ -219,6 +219,11 @@ def test_the_cache_is_allocated_once_and_updated_in_place(monkeypatch):
         runs.append((dict(feeds), dict(outputs), dev.allocator.stats.allocs))
         return outputs
     monkeypatch.setattr(Device, "run_graph", run_graph)
+    reads = []                        # every device-to-host copy, by address
+    original_read = Device.read
+    monkeypatch.setattr(Device, "read",
+                        lambda dev, addr, nbytes: reads.append(addr) or original_read(dev, addr,
+                                                                                     nbytes))
     rows = []
 
     def next_token(row):
@@ -233,6 +238,7 @@ def test_the_cache_is_allocated_once_and_updated_in_place(monkeypatch):
     assert len(records) == len(runs) == 6
     cache = runs[0][0]["cache"]
     assert cache.shape == (8, WIDTH)
+    assert reads and cache.addr not in reads          # the cache never came to the host
     for feeds, outputs, _ in runs:
         assert feeds["cache"] is cache and outputs["updated"] is cache     # one tensor, in place
         assert feeds["embedding"] is runs[0][0]["embedding"]               # weights copied once

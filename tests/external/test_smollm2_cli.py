@@ -32,7 +32,7 @@ def test_the_text_streams_then_the_modeled_times_and_both_profiles(tiny_cli, cap
     assert lines[0] == result.text                        # streamed first, on its own line
     assert f"{result.ttft_us:.1f} us to the first token (prefill of 1 tokens)" in text
     assert f"{result.tpot_us:.1f} us per output token (decode, the mean of 2 steps)" in text
-    assert "KV cache: 1 tensors of 4 positions, 64 bytes allocated once" in text
+    assert "KV cache: 1 tensors of 4 positions, 64 bytes allocated once on the device" in text
     assert "(1 ScatterND, 16 bytes per step" in text
     for title in ("prefill: 1 prompt tokens in one graph run", "decode: one step (the mean of 2)",
                   "every run of the first decode step"):

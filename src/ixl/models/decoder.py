@@ -12,8 +12,9 @@ A run opens one device, copies the weights in once and allocates each cache once
 run's whole length, zeroed (a masked row still enters the products, so it must be finite).
 The caches are donated to every step's graph: the runtime writes the new rows into them in
 place (nixl.graph), and the loop checks that each updated cache is the very tensor it fed. The
-caches never come back to the host; only the logits row does, for the host to choose the next
-token.
+loop never copies a cache to the host; only the logits row comes back, for the host to choose
+the next token (the ops inside a step do what their path does: a shim op copies its operands
+to the host and back, and says so in its record).
 
 Each step runs the graph specialised for its shape (ATC's one gear per input shape): one gear
 for the prompt, one for every decode step of the run. The shape arithmetic and the graph's

@@ -137,7 +137,8 @@ def print_summary(args, result: Generation, cache: dict) -> None:
     out.print(f"native share of the modeled time {100 * native_share(result.records):.1f}%, "
               f"{shim_runs(result.records)} run(s) on the shim in all")
     out.print(f"KV cache: {cache['tensors']} tensors of {cache['capacity']} positions, "
-              f"{cache['bytes']} bytes allocated once on the device and never copied out; each "
-              f"step writes its rows in place ({cache['writes_per_step']} ScatterND, "
-              f"{cache['bytes_written_per_step']} bytes per step, through the host "
-              f"while ScatterND has no native kernel)")
+              f"{cache['bytes']} bytes allocated once on the device; each step writes its rows "
+              f"in place ({cache['writes_per_step']} ScatterND, "
+              f"{cache['bytes_written_per_step']} bytes per step, through the host while "
+              f"ScatterND has no native kernel); shim ops that read the cache copy it as they "
+              f"copy every operand")
