@@ -17,6 +17,7 @@ import pytest
 from ixl.models import smollm2
 from ixl.models.decoder import CachedDecoder
 from ixl.models.weights import fill_weights, weight_map
+from ixl.nixl import Device
 from ixl.onnx import IxlBackend
 
 from .test_smollm2 import LOGITS, PROMPTS, assert_logits_match, needs_weights
@@ -33,12 +34,12 @@ def models():
     weights = frozenset(weight_map(smollm2.GRAPH)["initializers"])
     made = {}
 
-    def model(dtype: str) -> smollm2.SmolLM2:
-        if dtype not in made:
-            made[dtype] = copy.copy(base)
-            made[dtype].dtype = dtype
-            made[dtype]._decoder = CachedDecoder(converted, weights, base.chip, dtype)
-        return made[dtype]
+    def model(dtype: str, optimise: bool = True) -> smollm2.SmolLM2:
+        if (dtype, optimise) not in made:
+            made[dtype, optimise] = copy.copy(base)
+            made[dtype, optimise]._decoder = CachedDecoder(converted, weights, base.chip,
+                                                           dtype, optimise)
+        return made[dtype, optimise]
     return model
 
 
@@ -90,3 +91,26 @@ def test_narrow_dtypes_agree_with_the_reference(models, dtype, i, tokens, top5):
     assert all(np.isfinite(row).all() for row in result.logits)
     same, overlap = agreement(result, i)
     assert same >= tokens and overlap >= top5, (same, overlap)
+
+
+@pytest.mark.slow
+def test_float16_needs_the_passes_the_exported_pow_overflows(models, monkeypatch):
+    """Unoptimised, each RMSNorm squares the residual stream in a float16 Pow: values of 653
+    overflow to inf and the first token is wrong. With the passes, RMSNormalization squares in
+    float32 inside its kernel and the token is the reference's."""
+    overflows = []
+    original = Device.run
+
+    def run(dev, op, *inputs, **attrs):
+        out = original(dev, op, *inputs, **attrs)
+        if op == "Pow":
+            overflows.append(int(np.isinf(out.numpy()).sum()))
+        return out
+    monkeypatch.setattr(Device, "run", run)
+    prompt = PROMPTS[0]["prompt"]
+    raw = models("float16", optimise=False).generate(prompt, 1)
+    assert len(overflows) == 61 and sum(overflows) > 0
+    assert raw.tokens != PROMPTS[0]["new_ids"][:1]
+    overflows.clear()
+    fused = models("float16").generate(prompt, 1)
+    assert not overflows and fused.tokens == PROMPTS[0]["new_ids"][:1]
