@@ -84,8 +84,9 @@ class CausalLMWithCache(torch.nn.Module):
     the updated caches, so a runtime that knows the input is dead after the write can update
     the buffer in place. Attention reads all `capacity` rows; a bias from the positions masks
     the rows after each token's own (unwritten rows must hold finite values: zeros). The query
-    heads attend grouped by their key/value head (no repeated keys): (kv_heads, sequence x
-    groups, head_dim) against (kv_heads, head_dim, capacity).
+    heads attend grouped by their key/value head, neither the keys repeated nor the queries
+    transposed: (sequence, kv_heads, groups, head_dim) against (kv_heads, head_dim, capacity),
+    the batch dims broadcast.
 
     The embedding, projections, MLP, rotary tables and head are the model's own modules, and
     the arithmetic is transformers' own, written for fewer, fusable ops (the same values):
@@ -93,8 +94,7 @@ class CausalLMWithCache(torch.nn.Module):
       recognises (LlamaRMSNorm's float32 casts are identities here);
     - rotate_half(x) * sin as x with its halves swapped (one Gather) times sin with the first
       half negated (computed once for all layers): negation is exact, so the products are;
-    - the scores scaled and masked after their grouped view, so the scale and the bias are
-      one elementwise chain before the softmax;
+    - the scores scaled and masked in one elementwise chain before the softmax;
     - the MLP's up projection before the gate, so SiLU(gate) * up is one elementwise chain."""
 
     def __init__(self, model: torch.nn.Module):
@@ -118,7 +118,7 @@ class CausalLMWithCache(torch.nn.Module):
         return mlp.down_proj(mlp.act_fn(mlp.gate_proj(x)) * up)
 
     def attention(self, layer, x, cos, signed_sin, bias, slots, key_cache, value_cache):
-        length, capacity = x.shape[0], key_cache.shape[0]
+        length = x.shape[0]
         groups = self.heads // self.kv_heads
         attn = layer.self_attn
         q = self.rotary(attn.q_proj(x).view(length, self.heads, self.head_dim), cos,
@@ -128,13 +128,9 @@ class CausalLMWithCache(torch.nn.Module):
         v = attn.v_proj(x).view(length, self.kv_heads, self.head_dim)
         key_cache = torch.index_put(key_cache, (slots,), k)
         value_cache = torch.index_put(value_cache, (slots,), v)
-        q = q.view(length, self.kv_heads, groups, self.head_dim).transpose(0, 1)
-        q = q.reshape(self.kv_heads, length * groups, self.head_dim)
-        scores = torch.matmul(q, key_cache.permute(1, 2, 0))
-        scores = scores.view(self.kv_heads, length, groups, capacity) * attn.scaling + bias
-        probs = torch.softmax(scores, dim=-1).view(self.kv_heads, length * groups, capacity)
-        out = torch.matmul(probs, value_cache.transpose(0, 1))
-        out = out.view(self.kv_heads, length, groups, self.head_dim).transpose(0, 1)
+        q = q.view(length, self.kv_heads, groups, self.head_dim)
+        scores = torch.matmul(q, key_cache.permute(1, 2, 0)) * attn.scaling + bias
+        out = torch.matmul(torch.softmax(scores, dim=-1), value_cache.transpose(0, 1))
         return attn.o_proj(out.reshape(length, self.heads * self.head_dim)), key_cache, \
             value_cache
 
@@ -147,7 +143,7 @@ class CausalLMWithCache(torch.nn.Module):
         sin = sin * torch.cat((-torch.ones(half), torch.ones(half)))
         positions = position_ids[0]
         visible = torch.arange(capacity)[None, :] <= positions[:, None]
-        bias = torch.where(visible, 0.0, torch.finfo(torch.float32).min)[:, None, :]
+        bias = torch.where(visible, 0.0, torch.finfo(torch.float32).min)[:, None, None, :]
         updated = []
         for i, layer in enumerate(inner.layers):
             out, key_cache, value_cache = self.attention(
