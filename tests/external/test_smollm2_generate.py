@@ -5,8 +5,9 @@ each step's logits are within 1e-3 of transformers' (the fixed vocabulary sample
 top 20). float16 and bfloat16 (weights, activations and the cache narrowed, float32 inside the
 ops): the tokens and the top-5 agreement they reach, asserted as measured.
 
-Wall time (2 shared cores): loading the model about 15 s, a prefill 5-10 s, a decode step
-3-4 s; one prompt of 16 tokens runs in the default selection, the others are marked slow.
+Each prompt of 16 tokens runs for a minute or more on 2 cores (a prefill and 15 decode steps of
+a few seconds each, see benchmarks/smollm2_decode.py): one runs in the default selection, the
+others are marked slow.
 """
 
 import copy
