@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ascend.costs import cost_table
 from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op
 from . import log
 from .fusion import find_chain, run_chain
@@ -114,8 +113,8 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
         raise BadInput(f"ScatterND in place: {data.name} has a padded layout")
     reason = "no native kernel; in place into the donated data input, only the updates move"
     log.shim("ScatterND", reason)
-    costs = cost_table(device.chip.arch)
-    host_us = costs.host_copy_us(indices.desc.nbytes) + costs.host_copy_us(updates.desc.nbytes)
+    backend = device.backend
+    host_us = backend.host_copy_us(indices.desc.nbytes) + backend.host_copy_us(updates.desc.nbytes)
     k = indices.shape[-1]
     dims = np.array(data.shape[:k], np.int64)
     slice_bytes = int(np.prod(data.shape[k:], dtype=np.int64)) * data.desc.itemsize
@@ -128,16 +127,14 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
     cells = np.ravel_multi_index(tuple((idx % np.maximum(dims, 1)).T), tuple(dims)) if k \
         else np.zeros(len(idx), np.int64)
     rows = updates.numpy().reshape(len(cells), -1).view(np.uint8)
-    gm = device.backend.gm
     start = 0
     for end in range(1, len(cells) + 1):            # runs of consecutive cells, in order
         if end < len(cells) and cells[end] == cells[end - 1] + 1:
             continue
         nbytes = (end - start) * slice_bytes
-        host_us += costs.host_copy_us(nbytes)
+        host_us += backend.host_copy_us(nbytes)
         if not device.timing_only:
-            gm.bytes(data.addr + int(cells[start]) * slice_bytes, nbytes)[:] = \
-                rows[start:end].reshape(-1)
+            backend.write(data.addr + int(cells[start]) * slice_bytes, rows[start:end].reshape(-1))
         start = end
     return RunRecord("ScatterND", device.chip.name, "shim", [t.shape for t in tensors],
                      data.dtype, reason=reason, attrs=dict(node.attrs), host_us=host_us)
