@@ -5,7 +5,7 @@ fusion provider.
 """
 
 from . import (channel_norm, elementwise_ops, fusion_provider, norm, pool,  # noqa: F401
-               reduce)  # (registration)
+               reduce, resize)  # (registration)
 from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
 __all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]
