@@ -80,6 +80,10 @@ class ChannelTiling(Tiling):
 def plan(kind: str, x: TensorDesc, attrs: dict, chip: ChipSpec,
          config: TuningConfig | None) -> LaunchPlan:
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the channel normalisation kernels")
+    if config.buffers + 1 > chip.event_ids_per_position:     # the parameter queue's slot too
+        raise DoesNotFit(f"the input queue's {config.buffers} buffers and the parameter "
+                         f"queue's need {config.buffers + 1} event ids; VECIN has "
+                         f"{chip.event_ids_per_position} on {chip.name}")
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
     step = max(chip.block_elems(x.itemsize), chip.block_elems(F32.itemsize))

@@ -139,6 +139,10 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
         spread_blocks=max(geometry["begin"][-1] + round_up(width, blk),
                           (packed - 1) * sw + (kw - 1) * dw + 1))
     indices = kind == "max"
+    if (1 + indices) * config.buffers > chip.event_ids_per_position:
+        raise DoesNotFit(f"{1 + indices} output queues x {config.buffers} buffers need "
+                         f"{(1 + indices) * config.buffers} event ids; VECOUT has "
+                         f"{chip.event_ids_per_position} on {chip.name}")
     base = dict(kind=kind, dtype=x.dtype, planes=planes, count_include_pad=bool(
         attrs.get("count_include_pad", 0)), indices=indices,
         column_major=bool(attrs.get("storage_order", 0)), config=config, **geometry)

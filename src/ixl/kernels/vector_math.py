@@ -156,8 +156,8 @@ def quadrant_reduce(r, k, x, tmp, n, nv, shift: int) -> None:
 
 def sine(y, x, tmp, n, nv, shift: int = 0) -> None:
     """y = sin(x + shift * pi/2) (shift 1: cos x): sin or cos of the reduced argument by the
-    quadrant, negated in quadrants 2 and 3. Accurate to float32 for |x| below about 1e5 (the
-    reduction's exact range). Scratch: tmp[0..4]; y and x may not alias."""
+    quadrant, negated in quadrants 2 and 3; NaN for an infinite x. Accurate to float32 for |x|
+    below about 1e5 (the reduction's exact range). Scratch: tmp[0..4]; y and x may not alias."""
     r, k, z, c, mask = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4].reinterpret(np.uint8)
     quadrant_reduce(r, k, x, [z], n, nv, shift)
     asc.mul(z, r, r, n)
@@ -170,3 +170,5 @@ def sine(y, x, tmp, n, nv, shift: int = 0) -> None:
     asc.muls(c, y, -1.0, n)
     asc.compare_scalar(mask, k, 2.0, asc.CmpMode.GE, nv)
     asc.select(y, mask, c, y, nv)
+    asc.sub(c, x, x, n)                       # 0, or NaN for an infinite x: sin(inf) is NaN
+    asc.add(y, y, c, n)
