@@ -248,3 +248,19 @@ def _tile_unit(op: str):
 
 for _op in BODIES:
     _register(_op)
+
+
+def _register_cast_like() -> None:
+    """CastLike is Cast to the dtype of `like`, whose values the kernel never reads: Cast's
+    tiling, declines and kernel, given `to` from like's desc."""
+    cast_tiling, cast_declines = _tiling("Cast"), _declines("Cast")
+    register_kernel(KernelEntry(
+        op="CastLike", kernel=make_kernel("cast_like_kernel", 1),
+        tiling=lambda ins, outs, attrs, chip, config: cast_tiling(
+            ins[:1], outs, {"to": ins[1].dtype}, chip, config),
+        dtypes=CAST_TYPES, built_for_runtime=BUILT_FOR_RUNTIME,
+        declines=lambda descs, attrs: cast_declines(descs[:1], {"to": descs[1].dtype}),
+        tile_unit=_tile_unit("Cast"), tuning_space=TUNING_SPACE))
+
+
+_register_cast_like()
