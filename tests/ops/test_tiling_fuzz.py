@@ -123,25 +123,14 @@ def test_axis_tiling_plans_or_declines(dev, data):
 @_settings(150)
 @given(data=st.data())
 def test_reduction_tiling_plans_or_declines(dev, data):
-    op = data.draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean"]))
+    op = data.draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean",
+                                    "ReduceProd", "ReduceL2", "ReduceLogSumExp"]))
     dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
     shape = _shape(data, data.draw(st.integers(1, 4)))
     axes = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True))
     specs = [ArgSpec(shape, dtype), ArgSpec((len(axes),), "int64", tuple(axes))]
     attrs = {"keepdims": data.draw(st.sampled_from([0, 1]))}
     _plan_or_decline(dev, op, specs, attrs, _config(data, op))
-
-
-@_settings(40)
-@given(data=st.data())
-def test_family_reduction_tiling_plans_or_declines(dev, data):
-    op = data.draw(st.sampled_from(["ReduceProd", "ReduceL2", "ReduceLogSumExp",
-                                    "ReduceLogSum"]))
-    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
-    shape = _shape(data, data.draw(st.integers(1, 4)))
-    axes = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True))
-    specs = [ArgSpec(shape, dtype), ArgSpec((len(axes),), "int64", tuple(axes))]
-    _plan_or_decline(dev, op, specs, {"keepdims": 1}, _config(data, op))
 
 
 SPATIAL = st.integers(1, 40)

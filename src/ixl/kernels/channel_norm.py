@@ -31,7 +31,7 @@ from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .axis_layout import rowwise
 from .axis_plan import padded_storage
-from .tiling import Tiling, largest_fit, split_units
+from .tiling import Tiling, largest_fit, split_units, ub_total
 from .ub import chunks, convert, copy, copy_rows
 from .version import BUILT_FOR_RUNTIME
 
@@ -160,11 +160,7 @@ def _ub(t: ChannelTiling, s_isz: int, chip: ChipSpec) -> _Ub:
         totals=(2 * round_up(ceil_div(tile, lanes), lanes) + blk) * f if stats else 0,
         vectors=(PARAMS[t.kind] + 2) * width * f,
         spread=2 * round_up(t.group, blk) * chip.block_bytes)
-    rounded = {k: round_up(v, chip.block_bytes) for k, v in sizes.items()}
-    queued = rounded["in_slot"] + rounded["out_slot"]
-    total = queued * t.config.buffers + sum(v for k, v in rounded.items()
-                                            if k not in ("in_slot", "out_slot"))
-    return _Ub(**sizes, total=total)
+    return _Ub(**sizes, total=ub_total(sizes, ("in_slot", "out_slot"), t.config.buffers, chip))
 
 
 # ---------------------------------------------------------------- the device kernel

@@ -29,12 +29,11 @@ from .fusion_provider import FUSION
 from .version import BUILT_FOR_RUNTIME
 
 
-def lowest(tile) -> float:
-    """The lowest finite value of the tile's compute dtype: a max of -inf clamps to it."""
+def _lowest(tile) -> float:
     return float(np.finfo(tile.cdt).min)
 
 
-def online_merge(tile, acc, seg, tmp, n_acc, n_seg) -> None:
+def _online_merge(tile, acc, seg, tmp, n_acc, n_seg) -> None:
     """(max, sum of exp(x - max)) of two segments: rescale both sums to the larger max."""
     (ma, sa), (mb, sb), n = acc, seg, tile.nstat
     asc.max(tmp, ma, mb, n)
@@ -56,12 +55,12 @@ class Softmax(AxisOp):
     def first(self, tile, x, st, n):
         m, s = st
         tile.reduce("max", x, m)
-        asc.maxs(m, m, lowest(tile), tile.nstat)
+        asc.maxs(m, m, _lowest(tile), tile.nstat)
         tile.apply(asc.sub, x, x, m)
         asc.exp(x, x, tile.size)
         tile.reduce("sum", x, s)
 
-    merge = staticmethod(online_merge)
+    merge = staticmethod(_online_merge)
 
     def finalize(self, tile, st, n):
         asc.reciprocal(st[1], st[1], tile.nstat)
@@ -84,12 +83,12 @@ class LogSoftmax(AxisOp):
     def first(self, tile, x, st, n):
         m, s = st
         tile.reduce("max", x, m)
-        asc.maxs(m, m, lowest(tile), tile.nstat)
+        asc.maxs(m, m, _lowest(tile), tile.nstat)
         tile.apply(asc.sub, x, x, m)
         asc.exp(tile.aux, x, tile.size)
         tile.reduce("sum", tile.aux, s, keep=False)
 
-    merge = staticmethod(online_merge)
+    merge = staticmethod(_online_merge)
 
     def finalize(self, tile, st, n):
         asc.ln(st[1], st[1], tile.nstat)

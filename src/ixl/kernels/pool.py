@@ -36,7 +36,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .axis_plan import padded_storage
-from .tiling import Tiling, largest_fit, split_units
+from .tiling import Tiling, split_bands, ub_total
 from .ub import chunks, convert, copy_rows
 from .version import BUILT_FOR_RUNTIME
 
@@ -157,17 +157,9 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
         ext = (probe.kernel[0] - 1) * probe.dilations[0] + 1
         return min(probe.dims[0], (band - 1) * probe.strides[0] + ext) * probe.inner_rows
 
-    def ub_bytes(band: int) -> int:
-        return config.divisor * _ub(probe, band, rows_in(band), s_isz, chip).total
-
-    fit = largest_fit(lambda b: ub_bytes(b) if b else 0, chip.ub_bytes, probe.out_dims[0])
-    if fit == 0:
-        raise DoesNotFit(f"one output row of a {list(probe.dims)} plane does not fit in "
-                         f"{chip.ub_bytes} bytes of UB at {config.buffers} buffers")
-    cores = config.cores(chip)
-    band = min(fit, ceil_div(probe.out_dims[0], ceil_div(cores, planes)))
-    tiling = PoolTiling(band=band, rows_in=rows_in(band), per_core=0, **base)
-    block_dim, per_core = split_units(tiling.units, chip, config.block_dim)
+    band, block_dim, per_core = split_bands(
+        planes, probe.out_dims[0], lambda b: _ub(probe, b, rows_in(b), s_isz, chip).total, chip,
+        config, f"a {list(probe.dims)} plane")
     return LaunchPlan(block_dim, PoolTiling(band=band, rows_in=rows_in(band),
                                             per_core=per_core, **base))
 
@@ -202,11 +194,8 @@ def _ub(t: PoolTiling, band: int, rows_in: int, s_isz: int, chip: ChipSpec) -> _
         taps=2 * ways * t.packed * blk * f,
         row=3 * t.out_pitch * f,
         mask=max(t.packed * blk, t.out_pitch) // 8)
-    rounded = {k: round_up(v, chip.block_bytes) for k, v in sizes.items()}
-    queued = rounded["in_slot"] + rounded["out_slot"] + rounded["index_slot"]
-    total = queued * t.config.buffers + sum(v for k, v in rounded.items()
-                                            if k not in ("in_slot", "out_slot", "index_slot"))
-    return _Ub(**sizes, total=total)
+    return _Ub(**sizes, total=ub_total(sizes, ("in_slot", "out_slot", "index_slot"),
+                                       t.config.buffers, chip))
 
 
 # ---------------------------------------------------------------- the device kernel

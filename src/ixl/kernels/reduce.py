@@ -25,7 +25,7 @@ from ..nixl.tuning import DoesNotFit
 from .axis_kernel import AxisOp, make_kernel
 from .axis_plan import TUNING_SPACE, AxisTiling, padded_storage, plan
 from .reduce_split import SplitTiling, split_kernel, split_plan
-from .norm import lowest, online_merge
+from .norm import Softmax
 from .reducers import MAPS, REDUCERS, unsaturate
 from .version import BUILT_FOR_RUNTIME
 
@@ -63,28 +63,14 @@ class Reduce(AxisOp):
             unsaturate(st[0], tile.aux, tile.nstat)
 
 
-class LogSumExp(AxisOp):
-    """ln(sum(exp(x))) shifted by the max (so exp never overflows), segments merged as in
-    online softmax; a set of -inf (or an empty one) gives -inf."""
+class LogSumExp(Softmax):
+    """ln(sum(exp(x))): Softmax's statistics (the max, the sum of exp(x - max), segments
+    merged as in online softmax), finished as ln(sum) + max; a set of -inf (or an empty one)
+    gives -inf."""
 
-    stats = 2
-    pad = -np.inf
     has_y = False
     stat_outputs = ((1, None),)
     empty = (-np.inf,)
-
-    def needs_aux(self, layout):
-        return layout == "column"      # the column max must not overwrite x
-
-    def first(self, tile, x, st, n):
-        m, s = st
-        tile.reduce("max", x, m)
-        asc.maxs(m, m, lowest(tile), tile.nstat)
-        tile.apply(asc.sub, x, x, m)
-        asc.exp(x, x, tile.size)
-        tile.reduce("sum", x, s, keep=False)
-
-    merge = staticmethod(online_merge)
 
     def finalize(self, tile, st, n):
         m, s = st

@@ -31,7 +31,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .axis_plan import padded_storage
-from .tiling import Tiling, largest_fit, split_units
+from .tiling import Tiling, split_bands, ub_total
 from .ub import chunks, convert, copy_rows
 from .version import BUILT_FOR_RUNTIME
 
@@ -194,16 +194,9 @@ def plan(ins: list, out: TensorDesc, attrs: dict, chip: ChipSpec,
         return max(hi - lo for lo, hi in (probe.input_rows(a, min(a + band, oh))
                                           for a in range(0, oh, band)))
 
-    def ub_bytes(band: int) -> int:
-        return config.divisor * _ub(probe, band, rows_in(band), s_isz, chip).total
-
-    fit = largest_fit(lambda b: ub_bytes(b) if b else 0, chip.ub_bytes, oh)
-    if fit == 0:
-        raise DoesNotFit(f"one output row of {ow} from rows of {w} does not fit in "
-                         f"{chip.ub_bytes} bytes of UB at {config.buffers} buffers")
-    band = min(fit, ceil_div(oh, ceil_div(config.cores(chip), planes)))
-    units = planes * ceil_div(oh, band)
-    block_dim, per_core = split_units(units, chip, config.block_dim)
+    band, block_dim, per_core = split_bands(
+        planes, oh, lambda b: _ub(probe, b, rows_in(b), s_isz, chip).total, chip, config,
+        f"{ow} elements from rows of {w}")
     return LaunchPlan(block_dim, ResizeTiling(band=band, rows_in=rows_in(band),
                                               per_core=per_core, **base))
 
@@ -229,11 +222,7 @@ def _ub(t: ResizeTiling, band: int, rows_in: int, s_isz: int, chip: ChipSpec) ->
         spread=t.spread_blocks * blk * f if t.runs else 0,
         gathered=2 * t.packed_blocks * blk * f if t.runs else 0,
         row=2 * t.out_pitch * f)
-    rounded = {k: round_up(v, chip.block_bytes) for k, v in sizes.items()}
-    queued = rounded["in_slot"] + rounded["out_slot"]
-    total = queued * t.config.buffers + sum(v for k, v in rounded.items()
-                                            if k not in ("in_slot", "out_slot"))
-    return _Ub(**sizes, total=total)
+    return _Ub(**sizes, total=ub_total(sizes, ("in_slot", "out_slot"), t.config.buffers, chip))
 
 
 # ---------------------------------------------------------------- the device kernel
