@@ -280,8 +280,8 @@ def _combine_rows(tile: Tile, reducer, src, dst, keep: bool) -> None:
             _combine_blocks(reducer, src, 2 * half, 1, tile.rows, tile.pitch)
         blocks = half
     firsts, spread = kernel.red[1], kernel.red[0]
-    _strided_rows(lambda d, s_, mask, n, p: asc.adds(d, s_, 0.0, mask, n, p), firsts, blk,
-                  src, tile.pitch, blk, tile.rows, chip)
+    _strided_rows(lambda d, s_, *form: asc.adds(d, s_, 0.0, *form), firsts, blk, src,
+                  tile.pitch, blk, tile.rows, chip)
     per_rep = chip.repeat_bytes // chip.block_bytes            # brcb: values per repeat
     for q0, n in chunks(tile.rows * blk // per_rep, chip.max_repeat, per_rep * isz,
                         chip.block_bytes):
@@ -302,17 +302,20 @@ def _combine_blocks(reducer, x, first: int, count: int, rows: int, pitch: int) -
     [first, first + count)."""
     chip = x.core.chip
     blk = chip.block_elems(x.itemsize)
-    _strided_rows(lambda d, s_, mask, n, p: reducer.combine(
-        d, d, s_, mask, n, asc.BinaryRepeatParams(1, 1, 1, p.dst_rep_stride,
-                                                  p.dst_rep_stride, p.src_rep_stride)),
-        x, pitch, x[first * blk], pitch, count * blk, rows, chip)
+
+    def combine(d, s_, count_or_mask, n=None, p=None):
+        binary = p and asc.BinaryRepeatParams(1, 1, 1, p.dst_rep_stride, p.dst_rep_stride,
+                                              p.src_rep_stride)
+        reducer.combine(d, d, s_, count_or_mask, n, binary)
+
+    _strided_rows(combine, x, pitch, x[first * blk], pitch, count * blk, rows, chip)
 
 
 def _strided_rows(fn, dst, dst_pitch: int, src, src_pitch: int, count: int, rows: int,
                   chip) -> None:
     """fn(dst row, src row, mask, repeats, UnaryRepeatParams) over the first `count` elements
     of `rows` rows: one instruction per repeat-wide column chunk across rows where the row
-    strides fit the repeat fields, else row by row."""
+    strides fit the repeat fields, else fn(dst row, src row, count) row by row."""
     isz = dst.itemsize
     lanes, blk, most = chip.lanes(isz), chip.block_elems(isz), chip.max_repeat
     d_stride, s_stride = dst_pitch // blk, src_pitch // blk
@@ -324,6 +327,4 @@ def _strided_rows(fn, dst, dst_pitch: int, src, src_pitch: int, count: int, rows
                    params)
         return
     for r in range(rows):
-        for j in range(0, count, lanes):
-            fn(dst[r * dst_pitch + j], src[r * src_pitch + j], min(lanes, count - j), 1,
-               asc.UnaryRepeatParams())
+        fn(dst[r * dst_pitch], src[r * src_pitch], count)

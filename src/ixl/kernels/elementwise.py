@@ -9,7 +9,9 @@ issued. When an input broadcasts, tiles are whole output rows (broadcast.py).
 
 Dtypes: the A2 vector unit computes float16 and float32. Other storage types are converted on
 the way in and out (bfloat16, int32 and bool through casts), and bodies that compose
-transcendentals compute half inputs in float32.
+transcendentals compute half inputs in float32. A bool output (a comparison, a logical op) is
+the program's 0/1 result cast through float16 to bytes; a program whose bodies all take
+integers as they are (`Body.ints`) computes int32 inputs in int32, exactly.
 
 The file reads as an Ascend C sample: the tiling data, the host tiling function, the kernel
 class (init, process, copy_in, compute, copy_out) and the kernel entry.
