@@ -222,9 +222,11 @@ def test_recurrent_variants_match_onnxruntime(variant):
 def test_only_ops_without_a_native_kernel_run_on_the_shim(family):
     """The families' ops of issue 16 run natively; what is left on the shim is tier B (Conv,
     Gemm, MatMul), tier C (Concat, Gather, Split, Transpose, Trilu), a runtime If, and Cast to
-    or from bool and int64 (tier C's casts)."""
+    or from bool and int64 (tier C's casts), and dtypes a native kernel has no path for
+    (float32 MatMul until tier B's)."""
     m = FAMILIES[family]()
     rep = IxlBackend.prepare(m)
     rep.run(feeds_for(m))
     shim = {(r.op, r.reason) for r in rep.last_graph.runs if r.path == "shim"}
-    assert all(REGISTRY.native(op) is None or op == "Cast" for op, _ in shim), shim
+    assert all(REGISTRY.native(op) is None or op == "Cast"
+               or reason.startswith("native kernel has no") for op, reason in shim), shim
