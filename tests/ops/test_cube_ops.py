@@ -24,8 +24,8 @@ def dev():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("m,k,n", [(1, 7, 3), (16, 16, 16), (33, 70, 129), (300, 200, 500),
-                                   (128, 1200, 64)])
+@pytest.mark.parametrize("m,k,n", [(1, 7, 3), (1, 64, 40), (1, 576, 192), (16, 16, 16),
+                                   (33, 70, 129), (300, 200, 500), (128, 1200, 64)])
 def test_matmul_runs_natively_on_the_cube(dev, m, k, n, dtype):
     rng = np.random.default_rng(0)
     a_host, b_host = (rng.uniform(-1, 1, s).astype(ixl.hixl.to_numpy(dtype))

@@ -176,7 +176,11 @@ class MatmulKernel:
         """One Mmad: C = A . B on the tile's first step, C += A . B after; its unit flag
         hands the tile to the Fixpipe after the last step."""
         a2, b2 = self.a2.deque(), self.b2.deque()
-        asc.mmad(c, a2, b2, asc.MmadParams(m=bm, n=bn, k=bk, cmatrix_init_val=first,
+        # A tile of one row still has A in ZZ fractals (zero rows below it): an Mmad of m = 1
+        # would run as a GEMV reading A as a 1 x K ND vector, so it runs as m = 16, at the
+        # same cycle count, and row 0 of C is the result.
+        m = FRACTAL if bm == 1 else bm
+        asc.mmad(c, a2, b2, asc.MmadParams(m=m, n=bn, k=bk, cmatrix_init_val=first,
                                            unit_flag=3 if last else 2))
         self.a2.free_tensor(a2)
         self.b2.free_tensor(b2)
