@@ -1,0 +1,248 @@
+"""Where tasks run: in this process, in a pool of local processes, or on a Ray cluster.
+
+Every backend takes the same picklable tasks and yields their outcomes as they finish (not in
+order); closing the stream (the sweep is done, or Ctrl-C) stops the workers at once. A task in
+flight when its worker dies (killed, out of memory) is run once more; lost twice, it is an
+error outcome of type WorkerLost, so a failure is never silently dropped.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+from abc import ABC, abstractmethod
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from typing import Iterable, Iterator
+
+from ..hixl import BadInput
+from .task import Outcome, Task, execute, failure, one_line, release_worker_state
+
+# Tasks queued per worker beyond the one it runs: enough that a worker never waits for the
+# next task, few enough that Ctrl-C or a lost worker concerns only a handful.
+QUEUED_PER_WORKER = 2
+LOST = "WorkerLost"
+LOST_MESSAGE = ("the worker process running it died twice (killed, out of memory or crashed); "
+                "the other tasks went on")
+
+
+def core_count() -> int:
+    """The cores this process may run on (its affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:      # not on Linux
+        return os.cpu_count() or 1
+
+
+class Backend(ABC):
+    """Runs tasks; `describe()` says where, for the summary."""
+
+    workers: int = 1
+
+    @abstractmethod
+    def run(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        """Outcomes as tasks finish. Closing the generator stops the workers."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        ...
+
+
+class InProcess(Backend):
+    """One task after the other in this process (one item, `--workers 1`, tests)."""
+
+    def run(self, tasks):
+        try:
+            for task in tasks:
+                yield execute(task)
+        finally:
+            release_worker_state()
+
+    def describe(self) -> str:
+        return "in this process"
+
+
+class _Queue:
+    """The tasks still to submit: tasks whose worker died first (each runs once more; lost a
+    second time, it is an error outcome), then the rest in the sweep's order."""
+
+    def __init__(self, tasks: Iterable[Task]):
+        self.todo = iter(tasks)
+        self.retry: list[Task] = []
+        self.next = next(self.todo, None)
+        self.lost_before: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.retry) or self.next is not None
+
+    def pop(self) -> Task:
+        if self.retry:
+            return self.retry.pop()
+        task, self.next = self.next, next(self.todo, None)
+        return task
+
+    def lost(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+        for task in tasks:
+            if task.id in self.lost_before:
+                yield failure(task.id, LOST, LOST_MESSAGE)
+            else:
+                self.lost_before.add(task.id)
+                self.retry.append(task)
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the command, which stops them (no traceback from each)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _children_ignore_sigint():
+    """A worker started now inherits SIGINT ignored, so a Ctrl-C during its start-up (before
+    its initializer runs) prints nothing. The window is only the process start itself."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Queued tasks dropped, running ones ended at once (their outcomes were not recorded, so
+    nothing finished is lost). Python 3.14 has terminate_workers(); before it the processes
+    are only reachable through the pool's own table."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=10)
+
+
+class ProcessPool(Backend):
+    """`workers` local processes, started fresh ("spawn": they inherit no state of this one)
+    and kept for the whole sweep, each with its own devices."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def describe(self) -> str:
+        return f"process pool, {self.workers} worker{'s' if self.workers > 1 else ''}"
+
+    def _pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_ignore_sigint)
+
+    def run(self, tasks):
+        queue = _Queue(tasks)
+        pool = self._pool()
+        pending = {}
+        finished = False
+        try:
+            while True:
+                while len(pending) < self.workers * (1 + QUEUED_PER_WORKER) and queue:
+                    task = queue.pop()
+                    with _children_ignore_sigint():
+                        pending[pool.submit(execute, task)] = task
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                broken = [f for f in done if isinstance(f.exception(), BrokenProcessPool)]
+                for future in done:
+                    if future not in broken:
+                        del pending[future]
+                        yield future.result()
+                if broken:     # a worker died: the tasks still in flight died with the pool
+                    yield from queue.lost(pending.values())
+                    pending.clear()
+                    _stop(pool)
+                    pool = self._pool()
+            finished = True
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                _stop(pool)
+
+
+# ---------------------------------------------------------------- Ray
+
+RAY_INSTALL = "pip install 'ixl[ray]'"
+
+
+def import_ray():
+    """Ray, imported only when asked for (the optional extra)."""
+    try:
+        import ray
+    except ImportError:
+        raise BadInput(f"--ray needs Ray, which is not installed: {RAY_INSTALL} (the optional "
+                       f"extra pins the version ixl is tested with)") from None
+    return ray
+
+
+def _ixl_environment() -> dict[str, str]:
+    """IXL_* variables, passed to the cluster's workers (a remote node has its own)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("IXL_")}
+
+
+class RayCluster(Backend):
+    """Tasks as Ray tasks. `address` "auto" joins the cluster this machine runs or starts a
+    local one; otherwise it is the cluster's address (ray://host:10001, host:6379). When Ray
+    is already initialised in this process (a notebook, a test), that cluster is used as is and
+    left running. ixl must be installed on the cluster's nodes."""
+
+    def __init__(self, address: str = "auto"):
+        self.address = address
+        self.ray = import_ray()
+        self._started = False
+
+    def describe(self) -> str:
+        where = "local or running" if self.address == "auto" else self.address
+        return f"Ray ({where}), {self.workers} CPU{'s' if self.workers != 1 else ''}"
+
+    def connect(self) -> None:
+        ray = self.ray
+        if not ray.is_initialized():
+            env = _ixl_environment()
+            ray.init(address=None if self.address == "auto" else self.address,
+                     runtime_env={"env_vars": env} if env else None,
+                     log_to_driver=False, logging_level="ERROR", configure_logging=True)
+            self._started = True
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def run(self, tasks):
+        ray = self.ray
+        self.connect()
+        remote = ray.remote(execute).options(max_retries=1)   # once more if its worker dies
+        queue = _Queue(tasks)
+        pending = {}
+        try:
+            while True:
+                while len(pending) < self.workers * (1 + QUEUED_PER_WORKER) and queue:
+                    task = queue.pop()
+                    pending[remote.remote(task)] = task
+                if not pending:
+                    break
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    task = pending.pop(ref)
+                    try:
+                        outcome = ray.get(ref)
+                    except ray.exceptions.RayError as e:    # lost worker or node, not the task
+                        outcome = failure(task.id, LOST, f"{type(e).__name__}: {one_line(e)}")
+                    yield outcome
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if self._started:
+                ray.shutdown()
+                self._started = False
