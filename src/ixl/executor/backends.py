@@ -2,8 +2,8 @@
 
 Every backend takes the same picklable tasks and yields their outcomes as they finish (not in
 order); closing the stream (the sweep is done, or Ctrl-C) stops the workers at once. A task in
-flight when its worker dies (killed, out of memory) is run once more; lost twice, it is an
-error outcome of type WorkerLost, so a failure is never silently dropped.
+flight when its worker dies (killed, out of memory) runs once more; lost again, it is an error
+outcome (WorkerLost in the pool, Ray's own error type on Ray), so a failure is never dropped.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import socket
 import threading
+import time
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -24,9 +26,10 @@ from .task import Outcome, Task, execute, failure, one_line, release_worker_stat
 # Tasks queued per worker beyond the one it runs: enough that a worker never waits for the
 # next task, few enough that Ctrl-C or a lost worker concerns only a handful.
 QUEUED_PER_WORKER = 2
+PARENT_POLL_SECONDS = 0.5   # [U] how soon a worker notices that the command was killed
 LOST = "WorkerLost"
-LOST_MESSAGE = ("the worker process running it died twice (killed, out of memory or crashed); "
-                "the other tasks went on")
+LOST_MESSAGE = ("its worker process died twice while running it, the second time alone "
+                "(killed, out of memory or crashed); the other tasks went on")
 
 
 def core_count() -> int:
@@ -66,36 +69,51 @@ class InProcess(Backend):
 
 
 class _Queue:
-    """The tasks still to submit: tasks whose worker died first (each runs once more; lost a
-    second time, it is an error outcome), then the rest in the sweep's order."""
+    """The tasks still to submit. A task in flight when a worker died is a suspect: it runs
+    again, alone, so a task that kills its worker is told apart from those that merely ran
+    beside it; lost when alone, it is an error outcome."""
 
     def __init__(self, tasks: Iterable[Task]):
         self.todo = iter(tasks)
-        self.retry: list[Task] = []
         self.next = next(self.todo, None)
-        self.lost_before: set[str] = set()
+        self.suspects: list[Task] = []
+        self.suspected: set[str] = set()
 
     def __bool__(self) -> bool:
-        return bool(self.retry) or self.next is not None
+        return bool(self.suspects) or self.next is not None
+
+    def window(self, pending: Iterable[Task], full: int) -> int:
+        """How many tasks may be in flight: one while suspects run, else `full`."""
+        if self.suspects or any(t.id in self.suspected for t in pending):
+            return 1
+        return full
 
     def pop(self) -> Task:
-        if self.retry:
-            return self.retry.pop()
+        if self.suspects:
+            return self.suspects.pop(0)
         task, self.next = self.next, next(self.todo, None)
         return task
 
     def lost(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         for task in tasks:
-            if task.id in self.lost_before:
+            if task.id in self.suspected:
                 yield failure(task.id, LOST, LOST_MESSAGE)
             else:
-                self.lost_before.add(task.id)
-                self.retry.append(task)
+                self.suspected.add(task.id)
+                self.suspects.append(task)
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the command, which stops them (no traceback from each)."""
+def _start_worker(parent: int) -> None:
+    """Workers leave Ctrl-C to the command, which stops them (no traceback from each), and end
+    when the command is gone (killed: nothing else would tell them, as each holds both ends of
+    its task queue)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+    threading.Thread(target=watch, name="ixl-parent-watch", daemon=True).start()
 
 
 @contextmanager
@@ -140,7 +158,7 @@ class ProcessPool(Backend):
 
     def _pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_ignore_sigint)
+                                   initializer=_start_worker, initargs=(os.getpid(),))
 
     def run(self, tasks):
         queue = _Queue(tasks)
@@ -149,7 +167,8 @@ class ProcessPool(Backend):
         finished = False
         try:
             while True:
-                while len(pending) < self.workers * (1 + QUEUED_PER_WORKER) and queue:
+                full = self.workers * (1 + QUEUED_PER_WORKER)
+                while queue and len(pending) < queue.window(pending.values(), full):
                     task = queue.pop()
                     with _children_ignore_sigint():
                         pending[pool.submit(execute, task)] = task
@@ -177,6 +196,7 @@ class ProcessPool(Backend):
 # ---------------------------------------------------------------- Ray
 
 RAY_INSTALL = "pip install 'ixl[ray]'"
+CONNECT_SECONDS = 5.0       # [U] a cluster head answers a TCP connect in well under this
 
 
 def import_ray():
@@ -192,6 +212,20 @@ def import_ray():
 def _ixl_environment() -> dict[str, str]:
     """IXL_* variables, passed to the cluster's workers (a remote node has its own)."""
     return {k: v for k, v in os.environ.items() if k.startswith("IXL_")}
+
+
+def check_reachable(address: str) -> None:
+    """A cluster address (host:port or ray://host:port) answers: Ray itself would retry a
+    dead one for minutes before saying so."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        raise BadInput(f"--ray {address}: give auto, HOST:PORT (the head node's GCS, as `ray "
+                       f"start --head` prints it) or ray://HOST:PORT (Ray Client)")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as e:
+        raise BadInput(f"--ray {address}: no Ray cluster answers there ({e.strerror or e}); "
+                       f"start one (`ray start --head`) or give --ray auto") from None
 
 
 class RayCluster(Backend):
@@ -212,6 +246,8 @@ class RayCluster(Backend):
     def connect(self) -> None:
         ray = self.ray
         if not ray.is_initialized():
+            if self.address != "auto":
+                check_reachable(self.address)
             env = _ixl_environment()
             ray.init(address=None if self.address == "auto" else self.address,
                      runtime_env={"env_vars": env} if env else None,
@@ -227,7 +263,7 @@ class RayCluster(Backend):
         pending = {}
         try:
             while True:
-                while len(pending) < self.workers * (1 + QUEUED_PER_WORKER) and queue:
+                while queue and len(pending) < self.workers * (1 + QUEUED_PER_WORKER):
                     task = queue.pop()
                     pending[remote.remote(task)] = task
                 if not pending:
@@ -237,8 +273,8 @@ class RayCluster(Backend):
                     task = pending.pop(ref)
                     try:
                         outcome = ray.get(ref)
-                    except ray.exceptions.RayError as e:    # lost worker or node, not the task
-                        outcome = failure(task.id, LOST, f"{type(e).__name__}: {one_line(e)}")
+                    except ray.exceptions.RayError as e:    # a lost worker or node, not the task
+                        outcome = failure(task.id, type(e).__name__, one_line(e))
                     yield outcome
         finally:
             for ref in pending:
