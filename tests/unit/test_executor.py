@@ -325,3 +325,17 @@ def test_ctrl_c_stops_the_workers_and_leaves_the_file_valid(tmp_path):
     assert _children_gone(proc.pid)
     lines = path.read_text().splitlines(keepends=True)
     assert all(line.endswith("\n") and json.loads(line) for line in lines)
+
+
+@pytest.mark.slow
+def test_verify_on_a_ray_cluster_it_starts_prints_what_one_process_prints(capsys):
+    """`--ray auto` with no cluster running starts a local one (IXL_* variables passed to its
+    workers) and shuts it down at the end."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]' "
+                                            "(CI installs it)")
+    args = ["verify", "--op", "Constant", "--json"]
+    assert main([*args, "--workers", "1"]) == 0
+    alone = capsys.readouterr().out
+    assert main([*args, "--ray", "auto"]) == 0
+    assert capsys.readouterr().out == alone
+    assert not ray.is_initialized()
