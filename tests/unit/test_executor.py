@@ -291,6 +291,7 @@ def _children_gone(group, seconds=30):
 VERIFY = ["verify", "--op", "Softmax", "--workers", "2", "--results", "r.jsonl", "--json"]
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumed_loses_no_result_and_repeats_no_task(tmp_path):
     path = tmp_path / "r.jsonl"
     proc = _start(VERIFY, tmp_path)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from ..hixl import BadInput
-from .task import Outcome, Task, execute, failure, one_line, release_worker_state
+from .task import Outcome, Task, close_all, execute, failure, local_scope, one_line
 
 # Tasks queued per worker beyond the one it runs: enough that a worker never waits for the
 # next task, few enough that Ctrl-C or a lost worker concerns only a handful.
@@ -58,11 +58,14 @@ class InProcess(Backend):
     """One task after the other in this process (one item, `--workers 1`, tests)."""
 
     def run(self, tasks):
+        store: dict = {}               # this sweep's devices and models, closed at its end
         try:
             for task in tasks:
-                yield execute(task)
+                with local_scope(store):
+                    outcome = execute(task)
+                yield outcome
         finally:
-            release_worker_state()
+            close_all(store)
 
     def describe(self) -> str:
         return "in this process"

@@ -62,10 +62,11 @@ def choose_backend(args, tasks: int) -> Backend:
     return InProcess() if workers == 1 else ProcessPool(workers)
 
 
-def run_from_args(args, sweep: Sweep, title: str, label=lambda task: task.id,
-                  show_progress: bool = True) -> Report:
+def run_from_args(args, sweep: Sweep, title: str, label=lambda task: task.id) -> Report:
+    """The sweep on the backend the flags choose, with a progress bar (not with --json)."""
     check_sweep_options(args)
     backend = choose_backend(args, len(sweep.tasks))
+    if getattr(args, "json", False):
+        return run_sweep(sweep, backend, args.results, args.resume)
     with ProgressBar(title, label) as bar:
-        return run_sweep(sweep, backend, args.results, args.resume,
-                         bar if show_progress else None)
+        return run_sweep(sweep, backend, args.results, args.resume, bar)

@@ -6,8 +6,8 @@ does the work where it lands (this process, a pool worker, a Ray worker).
 golden, a node case passed) and a JSON-able dict. `execute` turns that, or the exception the
 task raised, into an `Outcome`, which is what travels back and what the results file holds.
 Devices and models are not picklable, so a task gets them from `worker_local`: one per key
-(a device per chip and mode, a model per chip and dtype) in each worker process, made on first
-use.
+(a device per chip and mode, a model per chip and dtype) in each worker process, or in each
+in-process sweep, made on first use.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from contextlib import contextmanager
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -96,27 +97,43 @@ def jsonable(value):
     return f"<{type(value).__name__}>"
 
 
-# ---------------------------------------------------------------- per-process state
+# ---------------------------------------------------------------- per-worker state
 
-_LOCAL: dict = {}
-_LOCAL_LOCK = threading.Lock()
+_PROCESS: dict = {}                 # a worker process's objects, kept until it ends
+_PROCESS_LOCK = threading.Lock()
+_scope = threading.local()          # an in-process sweep's own objects, on its thread
 
 
 def worker_local(key: tuple, make: Callable[[], object]):
-    """The object for `key` in this process, made by `make()` on first use (under a lock, so
-    threads share one)."""
-    with _LOCAL_LOCK:
-        if key not in _LOCAL:
-            _LOCAL[key] = make()
-        return _LOCAL[key]
+    """The object for `key` in this worker, made by `make()` on first use: in a worker
+    process, one per process (under a lock, so threads share it); during an in-process sweep,
+    one per sweep (`local_scope`), closed when it ends."""
+    store = getattr(_scope, "store", None)
+    if store is not None:
+        if key not in store:
+            store[key] = make()
+        return store[key]
+    with _PROCESS_LOCK:
+        if key not in _PROCESS:
+            _PROCESS[key] = make()
+        return _PROCESS[key]
 
 
-def release_worker_state() -> None:
-    """Close and forget every per-process object (the in-process backend, after a sweep: a
-    worker process simply ends)."""
-    with _LOCAL_LOCK:
-        objects = list(_LOCAL.values())
-        _LOCAL.clear()
+@contextmanager
+def local_scope(store: dict) -> Iterator[None]:
+    """While inside, `worker_local` keeps objects in `store` (this thread only)."""
+    previous = getattr(_scope, "store", None)
+    _scope.store = store
+    try:
+        yield
+    finally:
+        _scope.store = previous
+
+
+def close_all(store: dict) -> None:
+    """Close (devices) and forget the objects of an in-process sweep."""
+    objects = list(store.values())
+    store.clear()
     for obj in objects:
         close = getattr(obj, "close", None)
         if callable(close):
