@@ -160,8 +160,24 @@ class ProcessPool(Backend):
         return f"process pool, {self.workers} worker{'s' if self.workers > 1 else ''}"
 
     def _pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+        """A new pool whose first worker has started (one that dies as it starts, as in a
+        script that runs a sweep outside `if __name__ == "__main__":`, is an error at once,
+        not a loss of every task)."""
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_start_worker, initargs=(os.getpid(),))
+        try:
+            with _children_ignore_sigint():
+                started = pool.submit(os.getpid)
+            started.result()
+        except BrokenProcessPool:
+            pool.shutdown(wait=False)
+            raise RuntimeError("the sweep's worker processes die as they start (their error is "
+                               "above; a script that runs a sweep must do so under `if "
+                               "__name__ == \"__main__\":`)") from None
+        except BaseException:
+            _stop(pool)
+            raise
+        return pool
 
     def run(self, tasks):
         queue = _Queue(tasks)
