@@ -111,6 +111,7 @@ def _start_worker(parent: int) -> None:
     when the command is gone (killed: nothing else would tell them, as each holds both ends of
     its task queue)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})     # held while it started
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -120,17 +121,15 @@ def _start_worker(parent: int) -> None:
 
 
 @contextmanager
-def _children_ignore_sigint():
-    """A worker started now inherits SIGINT ignored, so a Ctrl-C during its start-up (before
-    its initializer runs) prints nothing. The window is only the process start itself."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _sigint_held():
+    """SIGINT blocked on this thread while it may start a worker: the worker inherits the
+    mask, so a Ctrl-C during its start-up (before its initializer ignores SIGINT) prints
+    nothing there, and this process receives the Ctrl-C as soon as the mask is restored."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -166,7 +165,7 @@ class ProcessPool(Backend):
         pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_start_worker, initargs=(os.getpid(),))
         try:
-            with _children_ignore_sigint():
+            with _sigint_held():
                 started = pool.submit(os.getpid)
             started.result()
         except BrokenProcessPool:
@@ -189,7 +188,7 @@ class ProcessPool(Backend):
                 full = self.workers * (1 + QUEUED_PER_WORKER)
                 while queue and len(pending) < queue.window(pending.values(), full):
                     task = queue.pop()
-                    with _children_ignore_sigint():
+                    with _sigint_held():
                         pending[pool.submit(execute, task)] = task
                 if not pending:
                     break
