@@ -159,15 +159,16 @@ class ProcessPool(Backend):
         return f"process pool, {self.workers} worker{'s' if self.workers > 1 else ''}"
 
     def _pool(self) -> ProcessPoolExecutor:
-        """A new pool whose first worker has started (one that dies as it starts, as in a
-        script that runs a sweep outside `if __name__ == "__main__":`, is an error at once,
-        not a loss of every task)."""
+        """A new pool with every worker started, side by side (a worker that dies as it
+        starts, as in a script that runs a sweep outside `if __name__ == "__main__":`, is an
+        error at once, not a loss of every task)."""
         pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_start_worker, initargs=(os.getpid(),))
         try:
-            with _sigint_held():
-                started = pool.submit(os.getpid)
-            started.result()
+            with _sigint_held():       # each submit starts a worker while none is idle yet
+                started = [pool.submit(os.getpid) for _ in range(self.workers)]
+            for future in started:
+                future.result()
         except BrokenProcessPool:
             pool.shutdown(wait=False)
             raise RuntimeError("the sweep's worker processes die as they start (their error is "
