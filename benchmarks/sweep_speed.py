@@ -3,8 +3,9 @@
 Each variant runs the whole command (start-up, every sample case of every op in debug mode,
 the JSON output) as its own process, alternating, `--repeats` times; the best time of each
 is kept (wall-clock on a shared machine is noisy; the ratio is what to compare). The machine's
-load average before and after is printed with the result: other work on the same cores takes
-from the speed-up, so read the ratio together with it. Both variants must print the same JSON.
+load average and each run's CPU seconds are printed with the result: other work on the same
+cores takes from the speed-up, so read the ratio together with them. Both variants must print
+the same JSON.
 
     python benchmarks/sweep_speed.py [--workers 2] [--repeats 2] [--op Add]
 """
@@ -13,23 +14,41 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
-    start = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of every finished child process, their own workers included."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one command, and what it printed."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     done = subprocess.run([sys.executable, "-m", "ixl.cli", *argv], capture_output=True,
                           text=True)
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):          # 1: a case failed, which is still a result
         raise SystemExit(f"ixl {' '.join(argv)} failed: {done.stderr.strip()}")
-    return seconds, done.stdout
+    return seconds, cpu_seconds() - cpu, done.stdout
 
 
 def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def autogroup() -> bool:
+    """Linux's autogroup scheduling: each session gets an equal share of the CPU, however many
+    processes it runs, so while another session keeps a core busy more workers gain nothing."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
 
 
 def main() -> int:
@@ -42,13 +61,17 @@ def main() -> int:
     variants = {1: [*base, "--workers", "1"], args.workers: [*base, "--workers",
                                                              str(args.workers)]}
     print(f"cores: {len(os.sched_getaffinity(0))}; load average (1, 5, 15 min) before: {load()}")
+    if autogroup():
+        print("autogroup scheduling is on: with other sessions busy, this one gets its share "
+              "of the CPU whatever the worker count; measure on an otherwise idle machine")
     best = {n: float("inf") for n in variants}
     outputs = {}
     for repeat in range(args.repeats):
         for n, argv in variants.items():
-            seconds, outputs[n] = timed(argv)
+            seconds, cpu, outputs[n] = timed(argv)
             best[n] = min(best[n], seconds)
-            print(f"  run {repeat + 1}: --workers {n}: {seconds:.1f} s (load {load()})")
+            print(f"  run {repeat + 1}: --workers {n}: {seconds:.1f} s, {cpu:.1f} CPU s "
+                  f"(load {load()})")
     same = len(set(outputs.values())) == 1
     ratio = best[1] / best[args.workers]
     print(f"load average after: {load()}")
