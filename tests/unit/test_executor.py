@@ -340,3 +340,28 @@ def test_verify_on_a_ray_cluster_it_starts_prints_what_one_process_prints(capsys
     assert main([*args, "--ray", "auto"]) == 0
     assert capsys.readouterr().out == alone
     assert not ray.is_initialized()
+
+
+def test_a_case_that_raises_is_an_error_row_and_the_command_fails(monkeypatch, capsys):
+    from ixl.ascend import ChipError
+    from ixl.verify.sweep import VerifyCase
+    run = VerifyCase.run
+
+    def broken(self):
+        if self.case == 0 and self.dtype == "float16":
+            raise ChipError("aicore memory out of bound: core 0 reads GM [0x0, 0x40)")
+        return run(self)
+    monkeypatch.setattr(VerifyCase, "run", broken)
+    assert main(["verify", "--op", "Neg", "--workers", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR Neg/0/float16: ChipError: aicore memory out of bound: core 0 reads GM " \
+           "[0x0, 0x40)" in out
+    assert "20 passed, 1 failed" in out
+    assert main(["verify", "--op", "Neg", "--workers", "1", "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    error = rows[0].pop("error")
+    assert rows[0] == {"op": "Neg", "case": rows[1]["case"], "dtype": "float16",
+                       "chip": "910B1", "status": "error", "error_type": "ChipError"}
+    assert error.startswith("aicore memory out of bound: core 0 reads GM [0x0, 0x40) (see: ixl "
+                            "explain")
+    assert [r["status"] for r in rows[1:]] == ["pass"] * 20
