@@ -3,8 +3,9 @@
 Each variant runs the whole command (start-up, every sample case of every op in debug mode,
 the JSON output) as its own process, alternating, `--repeats` times; the best time of each
 is kept (wall-clock on a shared machine is noisy; the ratio is what to compare). The machine's
-load average and each run's CPU seconds are printed with the result: other work on the same
-cores takes from the speed-up, so read the ratio together with them. Both variants must print
+load average, each run's CPU seconds and the cores other processes kept busy during it are
+printed with the result: other work on the same cores takes from the speed-up, so read the
+ratio together with them. Both variants must print
 the same JSON.
 
     python benchmarks/sweep_speed.py [--workers 2] [--repeats 2] [--op Add]
@@ -26,15 +27,26 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(argv: list[str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds of one command, and what it printed."""
-    start, cpu = time.perf_counter(), cpu_seconds()
+def busy_seconds() -> float:
+    """CPU time the whole machine has spent busy (all processes, all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]                   # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(argv: list[str]) -> tuple[float, float, float, str]:
+    """Wall and CPU seconds of one command, the cores other processes kept busy meanwhile
+    (on average), and what it printed."""
+    start, cpu, busy = time.perf_counter(), cpu_seconds(), busy_seconds()
     done = subprocess.run([sys.executable, "-m", "ixl.cli", *argv], capture_output=True,
                           text=True)
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):          # 1: a case failed, which is still a result
         raise SystemExit(f"ixl {' '.join(argv)} failed: {done.stderr.strip()}")
-    return seconds, cpu_seconds() - cpu, done.stdout
+    ours = cpu_seconds() - cpu
+    others = max(0.0, busy_seconds() - busy - ours) / seconds
+    return seconds, ours, others, done.stdout
 
 
 def load() -> str:
@@ -68,10 +80,10 @@ def main() -> int:
     outputs = {}
     for repeat in range(args.repeats):
         for n, argv in variants.items():
-            seconds, cpu, outputs[n] = timed(argv)
+            seconds, cpu, others, outputs[n] = timed(argv)
             best[n] = min(best[n], seconds)
-            print(f"  run {repeat + 1}: --workers {n}: {seconds:.1f} s, {cpu:.1f} CPU s "
-                  f"(load {load()})")
+            print(f"  run {repeat + 1}: --workers {n}: {seconds:.1f} s, {cpu:.1f} CPU s; other "
+                  f"processes kept {others:.2f} cores busy meanwhile (load {load()})", flush=True)
     same = len(set(outputs.values())) == 1
     ratio = best[1] / best[args.workers]
     print(f"load average after: {load()}")
