@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from ixl.cli import main
-from ixl.executor import (ERROR, FAILED, OK, InProcess, ProcessPool, RayCluster, Sweep, execute,
-                          run_sweep)
+from ixl.executor import (ERROR, FAILED, OK, InProcess, Observer, ProcessPool, RayCluster, Sweep,
+                          execute, run_sweep)
 from ixl.executor.results import ResultsFile
 from ixl.hixl import ArgSpec, BadInput
 from ixl.profile import timing_run
@@ -153,12 +153,11 @@ def test_results_are_appended_and_a_resume_runs_only_what_is_missing(tmp_path):
     assert rest.by_id["square 3"].error == {"type": "ValueError", "message": "three is refused"}
 
 
-class Recorder:
+class Recorder(Observer):
+    """Lists the tasks run now."""
+
     def __init__(self, into):
         self.into = into
-
-    def start(self, total, done, failed):
-        pass
 
     def finished(self, task, outcome):
         self.into.append(task.id)

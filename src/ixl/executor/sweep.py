@@ -7,7 +7,7 @@ import hashlib
 import time
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 from .backends import Backend, InProcess
 from .results import ResultsFile
@@ -99,12 +99,3 @@ def run_sweep(sweep: Sweep, backend: Backend | None = None, results: str | None 
     return Report(outcomes, len(recorded), backend.describe(), time.perf_counter() - start,
                   len(sweep.tasks), results)
 
-
-def run_tasks(tasks: Sequence[Task], backend: Backend | None = None,
-              on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """The outcomes of `tasks` in their order, without a results file (library use)."""
-    class Forward(Observer):
-        def finished(self, task, outcome):
-            if on_outcome:
-                on_outcome(outcome)
-    return run_sweep(Sweep("tasks", {}, tasks), backend, observer=Forward()).outcomes
