@@ -97,7 +97,7 @@ def test_cli_writes_embeddings_and_the_profile(tmp_path, capsys):
     add_parser(parser.add_subparsers())
     out = tmp_path / "e.npy"
     args = parser.parse_args(["model", "minilm", "--text", SENTENCES[0], "--out", str(out),
-                              "--json"])
+                              "--json", "--compare-unfused"])
     assert args.func(args) == 0
     report = json.loads(capsys.readouterr().out)
     np.testing.assert_allclose(np.load(out)[0], REFERENCE[0], atol=1e-3)

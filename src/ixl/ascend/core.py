@@ -140,6 +140,7 @@ class AICore:
         self.cross_core = None       # the launch's cross-core flag board (mix kernels)
         self.cross_sets = 0          # cross-core sets this core issued (numbers them)
         self.pending_wait = None     # a cross_core_wait_flag made but not yet yielded
+        self.scalar_reads = 0        # values the scalar unit read (get_value): data it may follow
         # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None

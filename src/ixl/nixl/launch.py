@@ -8,6 +8,7 @@ from .context import KernelContext
 from .errors import KernelStartFailed
 from .record import RunRecord
 from .registry import KernelEntry
+from .timing_cache import TIMING_CACHE, reusable, signature
 from .tuning import ConfigDoesNotFit, DoesNotFit, TuningConfig
 from .version import RUNTIME_VERSION, compatible
 
@@ -66,16 +67,26 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
                    [("in" if i < len(inputs) else "out", n, t)
                     for i, (n, t) in enumerate(zip(names, (*inputs, *outputs))) if t], plan, ws)
 
+        mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
+        key = signature(entry.kernel, entry.kind, plan, chip, backend, mode, [*tensors, ws]) \
+            if reusable(device) else None
+        record.launch = TIMING_CACHE.get(key) if key is not None else None
+        if record.launch is not None:
+            return record
+        cores = []
+
         def body(core):
+            cores.append(core)
             ctx = KernelContext.of(core, plan.tiling, chip, ws)
             return entry.kernel(ctx, *tensors)      # a generator when the kernel waits for others
 
-        mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
         roles = [GmRole.INPLACE if i in entry.inplace else GmRole.INPUT
                  for i in range(len(inputs))] + [GmRole.OUTPUT] * len(outputs)
         args = [(t, r) for t, r in zip(tensors, roles) if t]
         args += [(ws, GmRole.WORKSPACE)] if ws else []
         record.launch = backend.launch(name, body, plan.block_dim, mode, args, entry.kind)
+        if key is not None and not any(c.scalar_reads for c in cores):
+            TIMING_CACHE.put(key, record.launch)
     finally:
         if workspace is not None:
             workspace.free()
