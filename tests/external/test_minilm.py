@@ -106,6 +106,20 @@ def test_cli_writes_embeddings_and_the_profile(tmp_path, capsys):
     assert {op["path"] for op in report["ops"]} == {"native", "shim", "view"}
 
 
+@pytest.mark.slow
+def test_the_unfused_figure_is_timed_only_when_asked(capsys, monkeypatch):
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+
+    def refuse(*_):
+        raise AssertionError("a second timing pass without --compare-unfused")
+    monkeypatch.setattr(minilm.MiniLM, "modeled_us", refuse)
+    args = parser.parse_args(["model", "minilm", "--text", SENTENCES[0], "--json"])
+    assert args.func(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["total_us"]["unfused"] is None and report["total_us"]["fused"] > 0
+
+
 def test_a_missing_package_fails_with_the_install_line(monkeypatch):
     def missing(name):
         raise metadata.PackageNotFoundError(name)
