@@ -109,12 +109,22 @@ def _lane_mask(mask_key, lanes: int) -> np.ndarray:
 @lru_cache(maxsize=1024)
 def _indices(repeat: int, blk_stride: int, rep_stride: int, blk_elems: int, mask_key,
              lanes: int) -> np.ndarray:
-    """Element offsets (repeat, active lanes) that a strided, masked instruction touches."""
+    """Element offsets (repeat, active lanes) that a strided, masked instruction touches (kept
+    read-only: the cache hands the same array to every instruction of this layout)."""
     lane = np.arange(lanes)
     block, within = lane // blk_elems, lane % blk_elems
     per_lane = block * blk_stride * blk_elems + within
     idx = np.arange(repeat)[:, None] * (rep_stride * blk_elems) + per_lane[None, :]
-    return idx[:, _lane_mask(mask_key, lanes)]
+    idx = idx[:, _lane_mask(mask_key, lanes)]
+    idx.flags.writeable = False
+    return idx
+
+
+@lru_cache(maxsize=1024)
+def _indices_end(repeat: int, blk_stride: int, rep_stride: int, blk_elems: int, mask_key,
+                 lanes: int) -> int:
+    """One past the highest offset `_indices` gives (what the extent checks need)."""
+    return int(_indices(repeat, blk_stride, rep_stride, blk_elems, mask_key, lanes).max()) + 1
 
 
 def _mask_key(mask):
@@ -139,12 +149,13 @@ def _strided(op, operands, mask, repeat, pipe_name=None):
     if repeat == 0 or key == 0 or key == (0, 0):
         return None, lanes
     result = []
+    blk_elems = first.core.chip.block_elems(first.itemsize)
     for tensor, blk, rep, role in operands:
         if role == "dst" and blk == 0:
             raise IllegalInstruction(f"{op}: a dst block stride of 0 is undefined on the chip")
-        idx = _indices(repeat, blk, rep, first.core.chip.block_elems(first.itemsize), key, lanes)
-        _check_extent(op, tensor, int(idx.max()) + 1, role)
-        result.append(idx)
+        layout = (repeat, blk, rep, blk_elems, key, lanes)
+        _check_extent(op, tensor, _indices_end(*layout), role)
+        result.append(_indices(*layout))
     return result, lanes
 
 
@@ -424,11 +435,11 @@ def _whole_reduce(op: str, fn):
         core = dst.core
         idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask, repeat_times)
         if idx is not None:
-            out = np.arange(repeat_times) * dst_rep_stride
-            _check_extent(op, dst, int(out.max()) + 1, "dst")
+            _check_extent(op, dst, builtins.max(0, (repeat_times - 1) * dst_rep_stride) + 1,
+                          "dst")
             if not core.mode.timing_only:
                 vals = src.view()[idx[0]].astype(np.float32)
-                dst.view()[out] = fn(vals, axis=1)
+                dst.view()[np.arange(repeat_times) * dst_rep_stride] = fn(vals, axis=1)
         core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes))
         if core.observers:
             ops = ((), ()) if idx is None else (
@@ -554,6 +565,18 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: 
 
 # ---------------------------------------------------------------- block broadcast
 
+@lru_cache(maxsize=256)
+def _brcb_indices(repeat_times: int, blk_stride: int, rep_stride: int, blk: int
+                  ) -> tuple[np.ndarray, int]:
+    """The dst offsets (block k of the repeats, its elements) brcb fills, read-only, and one
+    past the highest."""
+    starts = (np.arange(repeat_times)[:, None] * rep_stride
+              + np.arange(8)[None, :] * blk_stride) * blk
+    idx = (starts[..., None] + np.arange(blk)).reshape(repeat_times * 8, blk)
+    idx.flags.writeable = False
+    return idx, int(idx.max()) + 1
+
+
 def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: int = 1,
          dst_rep_stride: int = 8) -> None:
     """Brcb: each repeat takes 8 consecutive elements of src and fills one 32-byte block of
@@ -566,10 +589,8 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
     blk = core.chip.block_elems(dst.itemsize)
     idx = None
     if repeat_times:
-        starts = (np.arange(repeat_times)[:, None] * dst_rep_stride
-                  + np.arange(8)[None, :] * dst_blk_stride) * blk
-        idx = (starts[..., None] + np.arange(blk)).reshape(repeat_times * 8, blk)
-        _check_extent("brcb", dst, int(idx.max()) + 1, "dst")
+        idx, end = _brcb_indices(repeat_times, dst_blk_stride, dst_rep_stride, blk)
+        _check_extent("brcb", dst, end, "dst")
         _check_extent("brcb", src, repeat_times * 8, "src")
         if not core.mode.timing_only:
             dst.view()[idx] = src.view(repeat_times * 8)[:, None]

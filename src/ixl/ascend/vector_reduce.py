@@ -11,6 +11,8 @@ dst_rep_stride counts one repeat's results (8 elements), as in Ascend C.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .pipe import LocalTensor
@@ -35,11 +37,9 @@ def _block_reduce(op: str, fn, identity: float):
         if idx is not None:
             blk = core.chip.block_elems(src.itemsize)
             blocks = lanes // blk
-            on = _lane_mask(_mask_key(mask), lanes)
-            written = on.reshape(blocks, blk).any(axis=1)
-            out = (np.arange(repeat_times)[:, None] * (dst_rep_stride * blocks)
-                   + np.arange(blocks)[None, :])[:, written]
-            _check_extent(op, dst, int(out.max()) + 1, "dst")
+            on, written, out, end = _results(repeat_times, dst_rep_stride, blk, lanes,
+                                             _mask_key(mask))
+            _check_extent(op, dst, end, "dst")
             if core.observers:
                 operands = _block_operands(dst, src, out, on, written, repeat_times,
                                            src_blk_stride, src_rep_stride)
@@ -56,6 +56,19 @@ def _block_reduce(op: str, fn, identity: float):
     instr.__doc__ = (f"{op}(dst, src, mask, repeat_times, dst_rep_stride, src_blk_stride, "
                      f"src_rep_stride): one result per 32-byte block, 8 per repeat")
     return instr
+
+
+@lru_cache(maxsize=512)
+def _results(repeat_times: int, dst_rep_stride: int, blk: int, lanes: int, mask_key):
+    """Where a block reduction's results go: the active lanes, the blocks with one, their dst
+    offsets (repeat, written block; read-only) and one past the highest."""
+    blocks = lanes // blk
+    on = _lane_mask(mask_key, lanes)
+    written = on.reshape(blocks, blk).any(axis=1)
+    out = (np.arange(repeat_times)[:, None] * (dst_rep_stride * blocks)
+           + np.arange(blocks)[None, :])[:, written]
+    out.flags.writeable = False
+    return on, written, out, int(out.max()) + 1
 
 
 def _block_operands(dst, src, out, on, written, repeat_times, blk_stride, rep_stride):
