@@ -159,6 +159,44 @@ def _strided(op, operands, mask, repeat, pipe_name=None):
     return result, lanes
 
 
+@lru_cache(maxsize=1024)
+def _box(repeat: int, blk_stride: int, rep_stride: int, blk_elems: int, mask_key, lanes: int,
+         writes: bool) -> tuple | None:
+    """(shape, element strides) of the (repeat, block, element) box a strided instruction
+    touches when every lane is active, else None (a partial mask, or, for the operand written,
+    repeats whose blocks overlap: the index arrays then decide which write lands last)."""
+    blocks = lanes // blk_elems
+    if not _lane_mask(mask_key, lanes).all() or blk_stride < 0 or rep_stride < 0:
+        return None
+    if writes and repeat > 1 and rep_stride < (blocks - 1) * blk_stride + 1:
+        return None
+    return (repeat, blocks, blk_elems), (rep_stride * blk_elems, blk_stride * blk_elems, 1)
+
+
+def _elements(operands, idx, mask, repeat: int, lanes: int):
+    """(store, sources) of a strided instruction that ran (`operands` and `idx` as for
+    `_strided_operands`): the sources' elements, and a function that writes a result of their
+    shape into dst's. Under a full mask they are strided views of UB (no index array gathered
+    or scattered); otherwise the index arrays' gathers and scatter."""
+    first = operands[0][0]
+    blk_elems = first.core.chip.block_elems(first.itemsize)
+    key = _mask_key(mask)
+    boxes = [_box(repeat, blk, rep, blk_elems, key, lanes, role == "dst")
+             for _, blk, rep, role in operands]
+    if all(boxes):
+        dst, *sources = [np.ndarray(shape, t.dtype, buffer=t.core.memories[t.space],
+                                    offset=t.offset, strides=tuple(s * t.itemsize for s in steps))
+                         for (t, *_), (shape, steps) in zip(operands, boxes)]
+
+        def store(result) -> None:
+            dst[...] = result
+        return store, sources
+
+    def scatter(result) -> None:
+        first.view()[idx[0]] = result
+    return scatter, [t.view()[i] for (t, *_), i in zip(operands[1:], idx[1:])]
+
+
 def _strided_operands(operands, idx) -> tuple[tuple, tuple]:
     """(reads, writes) of a strided instruction for its observers: `operands` as given to
     `_strided`, `idx` what it returned (None when nothing ran)."""
@@ -213,9 +251,8 @@ def _binary(op: str, fn, allowed=_ARITH):
                     (src1, p.src1_blk_stride, p.src1_rep_stride, "src1")]
         idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
         if idx is not None and not core.mode.timing_only:
-            d, a, b = idx
-            res = fn(src0.view()[a], src1.view()[b], dtype=_compute_dtype(dst.dtype))
-            dst.view()[d] = res
+            store, (a, b) = _elements(operands, idx, count_or_mask, repeat_times, lanes)
+            store(fn(a, b, dtype=_compute_dtype(dst.dtype)))
         core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes))
         if core.observers:
             core.observe(Pipe.V, op, *_strided_operands(operands, idx))
@@ -262,8 +299,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
                 (src, p.src_blk_stride, p.src_rep_stride, "src")]
     idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
     if idx is not None and not core.mode.timing_only:
-        d, s = idx
-        dst.view()[d] = compute(src.view()[s])
+        store, (x,) = _elements(operands, idx, count_or_mask, repeat_times, lanes)
+        store(compute(x))
     core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes))
     if core.observers:
         used = operands if reads_src else operands[:1]
