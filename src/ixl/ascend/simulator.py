@@ -25,6 +25,7 @@ from .costs import cost_table
 from .crosscore import FlagBoard
 from .errors import KernelTimeout
 from .gm import GlobalMemory, GlobalTensor
+from .host_blas import one_blas_thread
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
 from .sanitizer import debug_checks
@@ -168,7 +169,7 @@ class SimulatedChip:
 
         A body that is a generator meets the other cores at each `yield sync_all()` (SyncAll),
         and waits for another core's flag at each `yield cross_core_wait_flag(id)`."""
-        with self._lock:
+        with self._lock, one_blas_thread():
             return self._launch(name, body, block_num, mode, args, kind)
 
     def _launch(self, name, body, block_num, mode, args, kind) -> LaunchRecord:
