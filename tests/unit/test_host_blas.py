@@ -4,7 +4,6 @@ overlapping launch, on any thread."""
 import threading
 
 import pytest
-
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ixl.ascend.host_blas import one_blas_thread
