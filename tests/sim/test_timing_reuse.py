@@ -9,6 +9,7 @@ import pytest
 
 import ixl
 from ixl.ascend import lang as asc
+from ixl.ascend.observe import Observer
 from ixl.nixl import RUNTIME_VERSION, KernelEntry, LaunchPlan
 from ixl.nixl.timing_cache import TIMING_CACHE, TimingCache
 
@@ -59,15 +60,27 @@ def test_another_signature_is_simulated():
     assert (TIMING_CACHE.hits, TIMING_CACHE.misses) == (0, 3)
 
 
+class Counter(Observer):
+    def __init__(self):
+        self.instructions = 0
+
+    def instruction(self, ins) -> None:
+        self.instructions += 1
+
+
 def test_observed_recorded_and_debug_runs_are_never_reused():
     TIMING_CACHE.clear()
-    for kwargs in ({"debug": True}, {"record": True}):
+    counter = Counter()
+    for kwargs in ({"debug": True}, {"record": True}, {}):
         with ixl.device("910B1", timing_only=True, **kwargs) as dev:
+            if not kwargs:
+                dev.backend.attach(counter)
             a = dev.empty((64, 64), "float16")
             for _ in range(2):
                 dev.run("Relu", a).free()
             a.free()
     assert len(TIMING_CACHE) == 0 and TIMING_CACHE.hits == 0
+    assert counter.instructions > 0 and counter.instructions % 2 == 0   # both runs heard
 
 
 def _counted_kernel(ctx, n_gm):

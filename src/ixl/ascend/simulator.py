@@ -144,6 +144,17 @@ class SimulatedChip:
         """One synchronous copy between host and device memory (the shim's round trips)."""
         return cost_table(self.chip.arch).host_copy_us(nbytes)
 
+    def timing_signature(self, windows: Iterable[GlobalTensor | None]) -> tuple | None:
+        """What a timing-only launch's record depends on here besides its kernel, tiling, core
+        count and mode: the chip, this model's version and, of each GM window, its dtype, size
+        and address on the burst grid (the one thing of an address the timing model reads).
+        None while observers are attached: they must hear every instruction."""
+        if self.observers:
+            return None
+        grid = cost_table(self.chip.arch).burst_align_bytes
+        return (self.chip, self.version,
+                tuple(w and (w.dtype.str, w.count, w.addr % grid) for w in windows))
+
     # ---- observers ----
     def attach(self, observer: Observer) -> None:
         """Let `observer` hear every instruction and sync edge of every later launch."""

@@ -2,7 +2,8 @@
 
 A backend maps and unmaps device memory, reads and writes it, makes the GM windows a kernel
 takes, launches a kernel body over blocks (of a kernel type: vector, cube or mix; in a mode:
-debug, timing-only, recording), and says what a host copy costs. The runtime holds no other
+debug, timing-only, recording), says what a host copy costs and what, besides the kernel and
+its tiling, a timing-only launch's record depends on (so that the runtime may reuse it). The runtime holds no other
 handle on it: the allocator, the device's reads and writes, launch and the shim all go through
 these calls. The simulated Ascend chip is the first backend; a real NPU through its runtime
 could plug in here.
@@ -13,7 +14,7 @@ from the backend's package.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Hashable, Iterable, Protocol
 
 import numpy as np
 
@@ -43,6 +44,8 @@ class Backend(Protocol):
                kind: KernelType = KernelType.VECTOR) -> LaunchRecord: ...
 
     def host_copy_us(self, nbytes: int) -> float: ...
+
+    def timing_signature(self, windows: Iterable[GlobalTensor | None]) -> Hashable | None: ...
 
     def attach(self, observer: Observer) -> None: ...
 

@@ -68,7 +68,7 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
                     for i, (n, t) in enumerate(zip(names, (*inputs, *outputs))) if t], plan, ws)
 
         mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
-        key = signature(entry.kernel, entry.kind, plan, chip, backend, mode, [*tensors, ws]) \
+        key = signature(entry.kernel, entry.kind, plan, mode, backend, [*tensors, ws]) \
             if reusable(device) else None
         record.launch = TIMING_CACHE.get(key) if key is not None else None
         if record.launch is not None:

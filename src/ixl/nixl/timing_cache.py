@@ -1,22 +1,21 @@
 """Timing reused: a timing-only launch's record, kept per launch signature.
 
 A timing-only launch computes no data, so its timeline is a function of what the kernel's
-control flow can see: the kernel, its tiling, the core count, the chip and its cost table, the
-mode, and the GM windows it is given (dtype, element count and where their addresses fall on
-the burst grid, the one thing of an address the timing model reads: datamove.py, cube/copy.py).
-MiniLM runs each launch six times per sentence and an LLM decode runs every launch once per
-token; simulating each signature once is enough.
+control flow can see: the kernel, its tiling, the core count, the mode, and what the backend
+names in its `timing_signature` (the chip, its model's version, the GM windows' dtypes, sizes
+and addresses on the burst grid). MiniLM runs each launch six times per sentence and an LLM
+decode runs every launch once per token; simulating each signature once is enough.
 
 What is never reused:
 - runs that compute data (the data must be produced), debug runs (their checks must run),
-  recording runs (traces keep their own slices) and runs with observers attached (they must
-  hear every instruction);
+  recording runs (traces keep their own slices) and runs on a backend with observers attached
+  (they must hear every instruction: its signature is None);
 - a launch whose scalar unit read a value from an on-core memory (GetValue): its control flow
   could follow data, which a timing-only run does not compute, so it is simulated every time;
 - a tiling that cannot be hashed (it holds arrays): its signature is not known exactly.
 
 If the timing model ever reads more of an address (an L2 model) or carries state from one launch
-to the next, that must join the signature here.
+to the next, that must join the backend's signature.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import threading
 from collections import OrderedDict
 from typing import Callable, Hashable
 
-from ..ascend.costs import cost_table
 from ..ascend.simulator import LaunchRecord
 
 CAPACITY = 4096          # signatures kept (least recently used dropped first) [U: bounds memory]
@@ -74,18 +72,17 @@ TIMING_CACHE = TimingCache()
 
 def reusable(device) -> bool:
     """Whether `device`'s launches may reuse a timing (see the module docstring)."""
-    observers = getattr(device.backend, "observers", None)    # unknown: assume some
-    return (device.timing_only and not device.debug and not device.record
-            and observers is not None and not observers)
+    return device.timing_only and not device.debug and not device.record
 
 
-def signature(kernel: Callable, kind, plan, chip, backend, mode, windows) -> Hashable | None:
-    """The launch's signature, or None when its tiling cannot be hashed. `windows` are the GM
-    windows (GlobalTensor) the kernel takes, in order, workspace included."""
-    grid = cost_table(chip.arch).burst_align_bytes
-    key = (kernel, kind, plan.tiling, plan.block_dim, chip, id(cost_table(chip.arch)),
-           backend.version, mode,
-           tuple(w and (w.dtype.str, w.count, w.addr % grid) for w in windows))
+def signature(kernel: Callable, kind, plan, mode, backend, windows) -> Hashable | None:
+    """The launch's signature, or None when it has none (the backend gives none, or the
+    tiling cannot be hashed). `windows` are the GM windows (GlobalTensor) the kernel takes, in
+    order, workspace included."""
+    chip_side = backend.timing_signature(windows)
+    if chip_side is None:
+        return None
+    key = (kernel, kind, plan.tiling, plan.block_dim, mode, chip_side)
     try:
         hash(key)
     except (TypeError, ValueError):
