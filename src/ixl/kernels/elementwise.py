@@ -160,6 +160,27 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
                                                    **base))
 
 
+def plan_given_rows(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...],
+                    width: int, max_rows: int) -> ElementwiseTiling:
+    """The row layout for a kernel that hands the template tiles of its own (a Cube tile's
+    rows of `width` columns, as the vector side of a mix kernel gets them): UB rows of
+    `width` elements padded to 32 bytes, at most `max_rows` of them per tile, every input
+    streamed but single elements. Double buffered; DoesNotFit when one row does not fit."""
+    config = TuningConfig()
+    inputs, _ = broadcast.input_plans(in_descs, out.shape, scalar_inputs(steps), segmented=True)
+    cdt = compute_dtype([p.dtype for p in inputs if p.dtype] + [out.dtype], steps)
+    itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not p.scalar] + [out.itemsize]
+    pad = broadcast.row_pad(width, itemsizes, chip)
+    budget = _budget(inputs, out, cdt, steps, config, chip)
+    rows = largest_fit(lambda r: budget.bytes(chip, pad, r * pad), chip.ub_bytes, max_rows)
+    if not rows:
+        raise DoesNotFit(f"a row of {width} elements and its {len(steps)} step(s) do not fit "
+                         f"in {chip.ub_bytes} bytes of UB")
+    return ElementwiseTiling(total=out.size, per_core=0, tile=rows, out_dtype=out.dtype,
+                             compute_dtype=cdt, out_shape=out.shape, inputs=inputs, steps=steps,
+                             config=config, rows=True, row_pad=pad, segment=width)
+
+
 def _whole_rows(inputs, out, cdt, steps, config, chip) -> dict | None:
     """Tiles of whole output rows, or None when a padded row is longer than a tile."""
     itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not p.scalar] + [out.itemsize]

@@ -75,7 +75,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
                  for i in range(len(inputs))] + [GmRole.OUTPUT] * len(outputs)
         args = [(t, r) for t, r in zip(tensors, roles) if t]
         args += [(ws, GmRole.WORKSPACE)] if ws else []
-        record.launch = backend.launch(name, body, plan.block_dim, mode, args, entry.kind)
+        record.launch = backend.launch(name, body, plan.block_dim, mode, args,
+                                       plan.kind or entry.kind)
     finally:
         if workspace is not None:
             workspace.free()

@@ -252,10 +252,10 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
             f"{what}: window rows [{p.m_start_pt}, {p.m_start_pt + mext}) x columns "
             f"[{p.k_start_pt}, {p.k_start_pt + kext}) outside the img2col matrix of "
             f"{geo.m} x {geo.k}")
-    mp, kp = round_up(mext, 16), round_up(kext, c0)
+    zz_t = dst.space is Space.L0A and p.en_transpose      # ZZ of the (k x m) transpose
+    mp, kp = round_up(mext, 16), round_up(kext, 16 if zz_t else c0)
     src_off, dst_off, valid = _img2col_offsets(geo, p.m_start_pt, mext, p.k_start_pt, kext,
-                                               dst.space is Space.L0B or p.en_transpose,
-                                               dst.space is Space.L0A and p.en_transpose)
+                                               dst.space is Space.L0B, zz_t)
     fmap_bytes = geo.c1 * l1_h * l1_w * c0 * isz
     sview = core.local_view(Space.L1, src.offset, fmap_bytes, what).view(src.dtype)
     dview = core.local_view(dst.space, dst.offset, mp * kp * isz, what).view(dst.dtype)
