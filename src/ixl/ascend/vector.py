@@ -343,6 +343,7 @@ CAST_PATHS: dict[tuple[np.dtype, np.dtype], frozenset] = {
     (I32, F32): _NONE | {RoundMode.CAST_RINT},
     (I16, F16): _NONE,
     (np.dtype(np.uint8), F16): _NONE,
+    (F16, np.dtype(np.uint8)): _NONE | _ALL_ROUND,
     (F16, I16): _ALL_ROUND,
 }
 

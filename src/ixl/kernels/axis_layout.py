@@ -118,7 +118,11 @@ class RowLayout:
 
     def reduce(self, tile: Tile, reducer, src, dst, keep: bool) -> None:
         """Block reductions while rows are whole repeats, a fold of the remaining repeats into
-        one, then one whole-repeat reduction per row."""
+        one, then one whole-repeat reduction per row (a reduction without those instructions:
+        `_combine_rows`)."""
+        if reducer.block is None:
+            _combine_rows(tile, reducer, src, dst, keep)
+            return
         chip, isz, bb = tile.kernel.chip, src.itemsize, tile.kernel.chip.block_bytes
         lanes, blk, most = chip.lanes(isz), chip.block_elems(isz), chip.max_repeat
         per_rep = chip.repeat_bytes // bb
@@ -255,3 +259,72 @@ def rowwise(fn, dst, src0, src1, rows: int, pitch: int, count: int, per_row: boo
         for j0, mask, n in pieces:
             o = r * pitch + j0 * lanes
             fn(dst[o], src0[o], src1[r * blk] if per_row else src1[j0 * lanes], mask, n, p)
+
+
+def _combine_rows(tile: Tile, reducer, src, dst, keep: bool) -> None:
+    """A row reduction the ISA has no reduce instruction for (the product), from its
+    elementwise combination alone: each row halves block-wise into its first block, the rows'
+    first blocks are gathered side by side, brcb spreads each of their values over a block of
+    its own, each row's blocks halve again into one, and a whole-repeat max over one lane (the
+    identity on one value) packs one result per row into dst. Works in place (keep=False)."""
+    if keep:
+        raise ValueError(f"the row layout's {reducer.kind} reduction works in place")
+    kernel = tile.kernel
+    chip, isz = kernel.chip, src.itemsize
+    blk = chip.block_elems(isz)
+    blocks = tile.pitch // blk
+    while blocks > 1:
+        half = blocks // 2
+        _combine_blocks(reducer, src, half, half, tile.rows, tile.pitch)
+        if blocks % 2:
+            _combine_blocks(reducer, src, 2 * half, 1, tile.rows, tile.pitch)
+        blocks = half
+    firsts, spread = kernel.red[1], kernel.red[0]
+    _strided_rows(lambda d, s_, *form: asc.adds(d, s_, 0.0, *form), firsts, blk, src,
+                  tile.pitch, blk, tile.rows, chip)
+    per_rep = chip.repeat_bytes // chip.block_bytes            # brcb: values per repeat
+    for q0, n in chunks(tile.rows * blk // per_rep, chip.max_repeat, per_rep * isz,
+                        chip.block_bytes):
+        asc.brcb(spread[q0 * per_rep * blk], firsts[q0 * per_rep], n)
+    blocks = blk
+    while blocks > 1:
+        half = blocks // 2
+        _combine_blocks(reducer, spread, half, half, tile.rows, blk * blk)
+        if blocks % 2:
+            _combine_blocks(reducer, spread, 2 * half, 1, tile.rows, blk * blk)
+        blocks = half
+    for r0, n in chunks(tile.rows, chip.max_repeat, isz, chip.block_bytes):
+        asc.whole_reduce_max(dst[r0], spread[r0 * blk * blk], 1, n, 1, 1, blk)
+
+
+def _combine_blocks(reducer, x, first: int, count: int, rows: int, pitch: int) -> None:
+    """In every row of x (rows `pitch` elements apart): blocks [0, count) combine with blocks
+    [first, first + count)."""
+    chip = x.core.chip
+    blk = chip.block_elems(x.itemsize)
+
+    def combine(d, s_, count_or_mask, n=None, p=None):
+        binary = p and asc.BinaryRepeatParams(1, 1, 1, p.dst_rep_stride, p.dst_rep_stride,
+                                              p.src_rep_stride)
+        reducer.combine(d, d, s_, count_or_mask, n, binary)
+
+    _strided_rows(combine, x, pitch, x[first * blk], pitch, count * blk, rows, chip)
+
+
+def _strided_rows(fn, dst, dst_pitch: int, src, src_pitch: int, count: int, rows: int,
+                  chip) -> None:
+    """fn(dst row, src row, mask, repeats, UnaryRepeatParams) over the first `count` elements
+    of `rows` rows: one instruction per repeat-wide column chunk across rows where the row
+    strides fit the repeat fields, else fn(dst row, src row, count) row by row."""
+    isz = dst.itemsize
+    lanes, blk, most = chip.lanes(isz), chip.block_elems(isz), chip.max_repeat
+    d_stride, s_stride = dst_pitch // blk, src_pitch // blk
+    if max(d_stride, s_stride) <= most:
+        params = asc.UnaryRepeatParams(1, 1, d_stride, s_stride)
+        for j in range(0, count, lanes):
+            for r0, n in chunks(rows, most, max(dst_pitch, src_pitch) * isz, chip.block_bytes):
+                fn(dst[r0 * dst_pitch + j], src[r0 * src_pitch + j], min(lanes, count - j), n,
+                   params)
+        return
+    for r in range(rows):
+        fn(dst[r * dst_pitch], src[r * src_pitch], count)

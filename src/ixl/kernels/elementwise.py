@@ -9,7 +9,9 @@ issued. When an input broadcasts, tiles are whole output rows (broadcast.py).
 
 Dtypes: the A2 vector unit computes float16 and float32. Other storage types are converted on
 the way in and out (bfloat16, int32 and bool through casts), and bodies that compose
-transcendentals compute half inputs in float32.
+transcendentals compute half inputs in float32. A bool output (a comparison, a logical op) is
+the program's 0/1 result cast through float16 to bytes; a program whose bodies all take
+integers as they are (`Body.ints`) computes int32 inputs in int32, exactly.
 
 The file reads as an Ascend C sample: the tiling data, the host tiling function, the kernel
 class (init, process, copy_in, compute, copy_out) and the kernel entry.
@@ -35,6 +37,7 @@ from .tiling import Tiling, largest_fit, split_cores, split_units, tile_elements
 from .ub import copy, read_scalars, spread
 
 TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
+BOOL, F16, I32 = np.dtype(np.bool_), np.dtype(np.float16), np.dtype(np.int32)
 
 
 # ---------------------------------------------------------------- tiling data
@@ -59,7 +62,12 @@ class ElementwiseTiling(Tiling):
 # ---------------------------------------------------------------- host tiling
 
 def compute_dtype(dtypes: list[str], steps: tuple[Step, ...]) -> str:
-    """float16 when every value is float16 (or bool) and no body asks for float32."""
+    """float16 when every value is float16 (or bool) and no body asks for float32; int32 when
+    the values are int32 (or bool) and every body computes on integers as they are (exact
+    integer arithmetic); else float32."""
+    if "int32" in dtypes and all(d in ("int32", "bool") for d in dtypes) \
+            and all(s.body.ints for s in steps):
+        return "int32"
     wide = any(s.body.float32 for s in steps) or any(
         d not in ("float16", "bool") for d in dtypes)
     return "float32" if wide else "float16"
@@ -121,7 +129,8 @@ def _scratch_count(inputs, out_dtype: str, cdt: str, steps) -> int:
     """Compute-dtype buffers besides the queues: converted inputs, step results, temps."""
     converted = sum(1 for p in inputs if not p.scalar and p.dtype != cdt)
     results = len(steps) if (len(steps) > 1 or out_dtype != cdt) else 0
-    return converted + results + max((s.body.temps for s in steps), default=0)
+    bool_stage = out_dtype == "bool" and cdt != "float16"
+    return converted + results + bool_stage + max((s.body.temps for s in steps), default=0)
 
 
 def _tuned(tile: int, config: TuningConfig, chip: ChipSpec) -> int:
@@ -260,6 +269,8 @@ class ElementwiseKernel:
         many = len(tiling.steps) > 1 or self.out_dtype != self.cdt
         self.results = [self._scratch(cap) for _ in tiling.steps] if many else []
         self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in tiling.steps))]
+        self.bool_stage = self._scratch(cap).reinterpret(np.float16) \
+            if self.out_dtype == BOOL and self.cdt != F16 else None
         values = read_scalars(self.pipe, ctx.chip, {i: srcs[i] for i, p in
                                                     enumerate(tiling.inputs)
                                                     if p.scalar and srcs[i] is not None})
@@ -338,8 +349,21 @@ class ElementwiseKernel:
     def _to_output(self, y: asc.LocalTensor, result: asc.LocalTensor, count: int) -> None:
         if self.out_dtype == self.cdt:
             asc.adds(y, result, 0, count)
+        elif self.out_dtype == BOOL:
+            self._to_bool(y, result, count)
         else:
             asc.cast(y, result, getattr(asc.RoundMode, self.tiling.out_round), count)
+
+    def _to_bool(self, y: asc.LocalTensor, result: asc.LocalTensor, count: int) -> None:
+        """A 0/1 result (a comparison, a logical op) to bool bytes: through float16, which
+        casts to uint8 (an int32 result first becomes float32 in place)."""
+        if self.cdt == I32:
+            asc.cast(result.reinterpret(np.float32), result, asc.RoundMode.CAST_NONE, count)
+            result = result.reinterpret(np.float32)
+        if result.dtype != F16:
+            asc.cast(self.bool_stage, result, asc.RoundMode.CAST_RINT, count)
+            result = self.bool_stage
+        asc.cast(y.reinterpret(np.uint8), result, asc.RoundMode.CAST_NONE, count)
 
     def _scratch(self, count: int) -> asc.LocalTensor:
         buf = asc.TBuf()

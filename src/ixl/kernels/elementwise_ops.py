@@ -14,6 +14,7 @@ from ..hixl import get_op
 from ..hixl.dtypes import FLOATS
 from ..nixl import KernelEntry, TensorDesc, register_kernel
 from ..nixl.tuning import TuningSpace
+from . import family_ops, vector_math
 from .elementwise import make_kernel, plan
 from .program import Body, BodyArgs, Step
 from .version import BUILT_FOR_RUNTIME
@@ -28,16 +29,6 @@ ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
 # ---------------------------------------------------------------- building blocks
-
-def _tanh(y, x, tmp, n):
-    """tanh(x) = 1 - 2 / (exp(2x) + 1): saturates cleanly where exp overflows."""
-    asc.muls(tmp, x, 2.0, n)
-    asc.exp(tmp, tmp, n)
-    asc.adds(tmp, tmp, 1.0, n)
-    asc.reciprocal(tmp, tmp, n)
-    asc.muls(y, tmp, -2.0, n)
-    asc.adds(y, y, 1.0, n)
-
 
 def _one_plus_exp_neg(tmp, x, n):
     asc.muls(tmp, x, -1.0, n)
@@ -110,7 +101,7 @@ def _gelu(a: BodyArgs):
         asc.muls(u, u, 0.044715, n)
         asc.add(u, u, x, n)
         asc.muls(u, u, GELU_TANH_C, n)
-        _tanh(y, u, a.tmp[1], n)
+        vector_math.tanh_fast(y, u, a.tmp[1], n)
     else:
         z = a.tmp[4]
         asc.muls(z, x, SQRT_HALF, n)
@@ -175,7 +166,8 @@ BODIES: dict[str, Body] = {
     "LeakyRelu": Body(_leaky_relu, temps=1),
     "Sigmoid": Body(_sigmoid, temps=1, float32=True),
     "Silu": Body(_silu, temps=1, float32=True),
-    "Tanh": Body(lambda a: _tanh(a.y, a.xs[0], a.tmp[0], a.n), temps=1, float32=True),
+    "Tanh": Body(lambda a: vector_math.tanh(a.y, a.xs[0], a.tmp, a.n, a.nv), temps=3,
+                 float32=True),
     "Erf": Body(lambda a: _erf(a.y, a.xs[0], a), temps=4, float32=True),
     "Gelu": Body(_gelu, temps=5, float32=True),
     "Pow": Body(_pow, temps=3, float32=True, scalars=("exponent",)),
@@ -183,6 +175,9 @@ BODIES: dict[str, Body] = {
     "Where": Body(_where, temps=1),
     "Cast": Body(None),
 }
+# ---- the model-family ops, comparisons and logic (family_ops.py), on the same template
+BODIES.update(family_ops.BODIES)
+INPUT_TYPES = family_ops.INPUT_TYPES         # an op's native input dtypes, if not FLOATS
 CAST_TYPES = FLOATS + ("int32",)
 TUNING_SPACE = TuningSpace(buffer_num=(1, 2, 4, 8), tile_div=(1, 2, 4), core_div=(1, 2))
 
@@ -200,7 +195,7 @@ def _declines(op: str):
         for d in in_descs[first_scalar:]:
             if d is not None and d.size != 1:
                 return f"a non-scalar {op} operand runs on the shim (shape {d.shape})"
-        allowed = CAST_TYPES if op == "Cast" else FLOATS
+        allowed = CAST_TYPES if op == "Cast" else INPUT_TYPES.get(op, FLOATS)
         data = [d for i, d in enumerate(in_descs) if d is not None and not (op == "Where" and i == 0)]
         bad = [d.dtype for d in data if d.dtype not in allowed]
         if op == "Cast" and attrs.get("to") not in CAST_TYPES:
@@ -209,7 +204,7 @@ def _declines(op: str):
             return f"native {op} has no {bad[0]} path (has {', '.join(allowed)})"
         if op == "Where" and in_descs[0].dtype != "bool":
             return "Where's condition must be bool"
-        return None
+        return family_ops.declines(op, in_descs, attrs)
     return declines
 
 
@@ -231,7 +226,8 @@ def _tiling(op: str):
 
 def _register(op: str) -> None:
     n_inputs = len(get_op(op).inputs)
-    dtypes = CAST_TYPES if op == "Cast" else (("bool",) + FLOATS if op == "Where" else FLOATS)
+    dtypes = CAST_TYPES if op == "Cast" else (("bool",) + FLOATS if op == "Where"
+                                              else INPUT_TYPES.get(op, FLOATS))
     register_kernel(KernelEntry(
         op=op, kernel=make_kernel(f"{op.lower()}_kernel", n_inputs), tiling=_tiling(op),
         dtypes=dtypes, built_for_runtime=BUILT_FOR_RUNTIME, declines=_declines(op),
@@ -243,7 +239,8 @@ def _tile_unit(op: str):
         desc = TensorDesc.nd((1 << 20,), spec.dtype)
         scalars = len(BODIES[op].scalars)
         n = len(get_op(op).inputs) - scalars
-        launch = _tiling(op)([desc] * n + [TensorDesc.nd((), spec.dtype)] * scalars, [desc], {},
+        out = TensorDesc.nd(desc.shape, "bool") if op in family_ops.BOOL_OUTPUTS else desc
+        launch = _tiling(op)([desc] * n + [TensorDesc.nd((), spec.dtype)] * scalars, [out], {},
                              chip, None)
         return launch.tiling.tile * chip.aiv_cores
     return unit
@@ -251,3 +248,19 @@ def _tile_unit(op: str):
 
 for _op in BODIES:
     _register(_op)
+
+
+def _register_cast_like() -> None:
+    """CastLike is Cast to the dtype of `like`, whose values the kernel never reads: Cast's
+    tiling, declines and kernel, given `to` from like's desc."""
+    cast_tiling, cast_declines = _tiling("Cast"), _declines("Cast")
+    register_kernel(KernelEntry(
+        op="CastLike", kernel=make_kernel("cast_like_kernel", 1),
+        tiling=lambda ins, outs, attrs, chip, config: cast_tiling(
+            ins[:1], outs, {"to": ins[1].dtype}, chip, config),
+        dtypes=CAST_TYPES, built_for_runtime=BUILT_FOR_RUNTIME,
+        declines=lambda descs, attrs: cast_declines(descs[:1], {"to": descs[1].dtype}),
+        tile_unit=_tile_unit("Cast"), tuning_space=TUNING_SPACE))
+
+
+_register_cast_like()

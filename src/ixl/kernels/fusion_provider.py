@@ -16,6 +16,7 @@ from ..hixl.dtypes import FLOATS
 from ..nixl import REGISTRY, KernelEntry, TensorDesc
 from .elementwise import make_kernel, plan
 from .elementwise_ops import BODIES
+from .family_ops import COMPARISONS
 from .program import Step
 from .version import BUILT_FOR_RUNTIME
 
@@ -38,7 +39,8 @@ class FusedKernels:
         """What `op` can be in a fused chain: "map" (a body), "anchor" or nothing."""
         if op in self._anchors:
             return "anchor"
-        return "map" if op in BODIES and op != "Cast" else None   # a fused chain keeps one dtype
+        keeps_dtype = op != "Cast" and op not in COMPARISONS      # a fused chain keeps one dtype
+        return "map" if op in BODIES and keeps_dtype else None
 
     @property
     def built(self) -> int:

@@ -30,12 +30,15 @@ class BodyArgs:
 class Body:
     """An op's compute body. `fn` is None for an identity (Cast: the conversion on the way
     out is the op). `scalars` names trailing inputs read once as scalar values (Pow's
-    exponent, Clip's bounds) and passed in `attrs`."""
+    exponent, Clip's bounds) and passed in `attrs`. `ints`: the body also takes int32 values
+    as they are (the compute dtype is then int32 and it computes exactly); other bodies see
+    int32 inputs converted to float32."""
 
     fn: Callable[[BodyArgs], None] | None
     temps: int = 0
     float32: bool = False
     scalars: tuple[str, ...] = ()
+    ints: bool = False
 
 
 @dataclass(frozen=True)

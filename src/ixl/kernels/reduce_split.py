@@ -21,7 +21,7 @@ from ..hixl.dtypes import to_numpy
 from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, LaunchPlan, TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig
-from .reducers import REDUCERS
+from .reducers import MAPS, REDUCERS
 from .tiling import Tiling, split_cores, tile_elements
 
 F32 = np.dtype(np.float32)
@@ -41,15 +41,19 @@ class SplitTiling(Tiling):
     mean: bool
     dtype: str          # input (and output) dtype
     config: TuningConfig   # buffer_num: slots of the input queue
+    pre: str = ""       # a map of MAPS applied to each element first ("": none)
+    post: str = ""      # ... and to the result
 
 
 # ---------------------------------------------------------------- host tiling
 
 def split_plan(x: TensorDesc, units: int, kind: str, mean: bool, chip: ChipSpec,
-               config: TuningConfig | None = None) -> LaunchPlan | None:
+               config: TuningConfig | None = None, pre: str = "",
+               post: str = "") -> LaunchPlan | None:
     """The split plan for `units` rows, or None when one core per row is enough (many rows,
     or rows that fit in one tile), or when the config asks for float16 accumulation of float16
-    (the axis kernel shows that pitfall; this one always accumulates in float32)."""
+    (the axis kernel shows that pitfall; this one always accumulates in float32). `pre` and
+    `post` name maps (reducers.MAPS) applied to each element first and to the result last."""
     config = config or TuningConfig()
     # per element: the queued input, plus a float32 copy and the float32 accumulator
     largest = tile_elements(chip, queued_bytes=x.itemsize, buffer_num=config.buffers,
@@ -69,7 +73,8 @@ def split_plan(x: TensorDesc, units: int, kind: str, mean: bool, chip: ChipSpec,
     _, chunk = split_cores(length, chip, x.itemsize, per_unit)
     per_unit = ceil_div(length, chunk)
     block_dim = units * per_unit
-    tiling = SplitTiling(units, length, per_unit, chunk, tile, kind, mean, x.dtype, config)
+    tiling = SplitTiling(units, length, per_unit, chunk, tile, kind, mean, x.dtype, config,
+                         pre, post)
     return LaunchPlan(block_dim, tiling, block_dim * chip.block_bytes)
 
 
@@ -124,6 +129,8 @@ class SplitReduceKernel:
         if self.dtype != F32:
             asc.cast(self.wide, x, asc.RoundMode.CAST_NONE, count)
             wide = self.wide
+        if self.tiling.pre:
+            MAPS[self.tiling.pre](wide, wide, count)
         self.reducer.combine(self.acc, self.acc, wide, count)
         self.in_q.free_tensor(x)
 
@@ -172,6 +179,8 @@ class SplitReduceKernel:
         asc.duplicate(tmp, identity, lanes)
         self.reducer.whole(tmp, acc, [first_lanes, 0], repeats)
         self._to_one(tmp, acc, lanes)
+        if tiling.post:
+            MAPS[tiling.post](tmp, tmp, 1)
         result = tmp
         if self.dtype != F32:
             result = acc.reinterpret(self.dtype)

