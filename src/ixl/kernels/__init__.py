@@ -4,8 +4,9 @@ Only the registry's loader imports this package; importing it registers every ke
 fusion provider.
 """
 
-from . import (channel_norm, elementwise_ops, fusion_provider, gemm, matmul,  # noqa: F401
-               matmul_fusion, norm, pool, reduce, resize, transdata)  # (registration)
+from . import (channel_norm, conv, conv_transpose, elementwise_ops,  # noqa: F401
+               fusion_provider, gemm, matmul, matmul_fusion, norm, pool, reduce, resize,
+               transdata)  # (registration)
 from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
 __all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]

@@ -63,24 +63,19 @@ class MatmulKernel:
     """One AIC's share of the output tiles, written to `out` (y, or a mix kernel's
     workspace)."""
 
-    def __init__(self, ctx: KernelContext, a, b, out, bias=None):
-        t: MatmulTiling = ctx.tiling
+    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
         self.t, self.ctx, self.a, self.b, self.out, self.bias_gm = t, ctx, a, b, out, bias
         self.shape = t.shape
         self.dtype = to_numpy(t.shape.dtype)
         isz = self.dtype.itemsize
         self.c0 = ctx.chip.c0(isz)
         self.mix = t.epilogue.vector
-        pipe = asc.TPipe()
+        self.pipe = pipe = asc.TPipe()
         self.a1, self.b1 = asc.TQue(asc.TPosition.A1), asc.TQue(asc.TPosition.B1)
         self.a2, self.b2 = asc.TQue(asc.TPosition.A2), asc.TQue(asc.TPosition.B2)
-        kp, bm16, bn16 = round_up(t.k_l1, FRACTAL), round_up(t.base_m, FRACTAL), \
-            round_up(t.base_n, FRACTAL)
-        a_l1 = kp * round_up(t.base_m, self.c0) if self.shape.trans_a else \
-            t.base_m * round_up(t.k_l1, self.c0)
-        pipe.init_buffer(self.a1, t.l1_buffers, a_l1 * isz)
-        pipe.init_buffer(self.b1, t.l1_buffers, kp * bn16 * isz)
-        bk16 = round_up(t.base_k, FRACTAL)
+        pipe.init_buffer(self.a1, t.l1_buffers, self.a1_elements() * isz)
+        pipe.init_buffer(self.b1, t.l1_buffers, self.b1_elements() * isz)
+        bm16, bn16, bk16 = (round_up(v, FRACTAL) for v in (t.base_m, t.base_n, t.base_k))
         pipe.init_buffer(self.a2, t.l0_buffers, bm16 * bk16 * isz)
         pipe.init_buffer(self.b2, t.l0_buffers, bk16 * bn16 * isz)
         l0c = asc.TBuf(asc.TPosition.CO1)        # unit flags order it: no queue
@@ -89,12 +84,22 @@ class MatmulKernel:
         self.l0c = [l0c.get(F32)[i * tile] for i in range(t.l0c_buffers)]
         if t.epilogue.bias is not None:
             self.bias_l1, self.bias_bt = asc.TQue(asc.TPosition.C1), asc.TQue(asc.TPosition.C2)
-            pipe.init_buffer(self.bias_l1, 1, round_up(t.base_n, FRACTAL) * isz)
-            pipe.init_buffer(self.bias_bt, 1, round_up(t.base_n, FRACTAL) * F32.itemsize)
+            pipe.init_buffer(self.bias_l1, 1, bn16 * isz)
+            pipe.init_buffer(self.bias_bt, 1, bn16 * F32.itemsize)
         if t.hf32:
             asc.set_hf32_mode(True)
             asc.set_hf32_trans_mode(True)
         self.chunk = None          # the L1 chunk the loads read: (a1, b1)
+
+    def a1_elements(self) -> int:
+        """A's L1 chunk: bm positions of K (NC1HWC0), or K positions of bm (NZ(A^T))."""
+        t = self.t
+        if self.shape.trans_a:
+            return round_up(t.k_l1, FRACTAL) * round_up(t.base_m, self.c0)
+        return t.base_m * round_up(t.k_l1, self.c0)
+
+    def b1_elements(self) -> int:
+        return round_up(self.t.k_l1, FRACTAL) * round_up(self.t.base_n, FRACTAL)
 
     def process(self):
         """Every tile of this core; in a mix kernel, a flag to the vector cores after each
@@ -280,10 +285,10 @@ def matmul_kernel(ctx: KernelContext, *gm):
     a, b = given(epi.operands[0]), given(epi.operands[1])
     bias = given(epi.bias)
     if not epi.vector:
-        return MatmulKernel(ctx, a, b, y, bias).process()
+        return MatmulKernel(ctx, t, a, b, y, bias).process()
     acc = ctx.workspace.reinterpret(F32)
     if ctx.is_aic:
-        return MatmulKernel(ctx, a, b, acc, bias).process()
+        return MatmulKernel(ctx, t, a, b, acc, bias).process()
     return EpilogueKernel(ctx, t, [acc] + [given(i) for i in epi.inputs], y).process()
 
 

@@ -176,7 +176,7 @@ def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilog
     bm, bn = _output_tile(shape, chip, config, bias, cores)
     l0c_buffers = 2 if 2 * bm * bn * ACCUMULATOR_BYTES <= chip.l0c_bytes else 1
     l0_buffers = config.l0_buffers or 2
-    bk = _base_k(shape, chip, config, bm, bn, l0_buffers)
+    bk = base_k(shape, chip, config, bm, bn, l0_buffers)
     k_l1 = _l1_chunk(shape, chip, config, bm, bn, bk, bias)
     m_tiles, n_tiles = ceil_div(shape.m, bm), ceil_div(shape.n, bn)
     tiling = MatmulTiling(shape, bm, bn, bk, k_l1, l0_buffers, l0c_buffers, m_tiles, n_tiles,
@@ -185,11 +185,11 @@ def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilog
     return min(tiling.tiles, cores), tiling
 
 
-def _itemsize(dtype: str) -> int:
+def itemsize(dtype: str) -> int:
     return 2 if dtype in ("float16", "bfloat16") else 4
 
 
-def _candidates(size: int, cap: int, unit: int) -> list[int]:
+def candidates(size: int, cap: int, unit: int) -> list[int]:
     """Powers of two times a fractal up to the padded size (and the padded size itself)."""
     padded = round_up(max(size, 1), unit)
     out, c = [], unit
@@ -207,13 +207,13 @@ def _output_tile(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias:
     cap = chip.mmad_max_mnk // unit * unit
     accumulators = chip.l0c_bytes // ACCUMULATOR_BYTES
     n_cap = min(cap, chip.bias_table_bytes // ACCUMULATOR_BYTES) if bias else cap
-    burst = chip.gm_alloc_align // _itemsize(shape.dtype)        # a 512-byte row of B
+    burst = chip.gm_alloc_align // itemsize(shape.dtype)        # a 512-byte row of B
     if config.base_m and config.base_n:
         bm, bn = config.base_m, config.base_n
     else:
         best = None
-        for bm in [config.base_m] if config.base_m else _candidates(shape.m, cap, unit):
-            for bn in [config.base_n] if config.base_n else _candidates(shape.n, n_cap, unit):
+        for bm in [config.base_m] if config.base_m else candidates(shape.m, cap, unit):
+            for bn in [config.base_n] if config.base_n else candidates(shape.n, n_cap, unit):
                 if bm * bn > accumulators:
                     continue
                 aligned = bn % burst == 0 or bn >= shape.n
@@ -223,7 +223,7 @@ def _output_tile(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias:
         if best is None:
             raise DoesNotFit("no output tile fits L0C with the base sizes given")
         _, bm, bn = best
-        bm, bn = _occupy(shape, bm, bn, cores, unit, config)
+        bm, bn = occupy(shape, bm, bn, cores, unit, config)
     if bm * bn > accumulators:
         raise DoesNotFit(f"a {bm} x {bn} float32 tile needs {bm * bn * ACCUMULATOR_BYTES} "
                          f"bytes of L0C; {chip.l0c_bytes} on {chip.name}")
@@ -233,7 +233,7 @@ def _output_tile(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias:
     return bm, bn
 
 
-def _occupy(shape: MatmulShape, bm: int, bn: int, cores: int, unit: int,
+def occupy(shape: MatmulShape, bm: int, bn: int, cores: int, unit: int,
             config: TuningConfig) -> tuple[int, int]:
     """Halve the tile (its longer side first; never a side the config fixes) while there are
     fewer tiles than cores and halving makes more, so a small product still spreads over the
@@ -253,9 +253,9 @@ def _occupy(shape: MatmulShape, bm: int, bn: int, cores: int, unit: int,
     return bm, bn
 
 
-def _base_k(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bm: int, bn: int,
+def base_k(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bm: int, bn: int,
             l0_buffers: int) -> int:
-    isz = _itemsize(shape.dtype)
+    isz = itemsize(shape.dtype)
     unit = chip.fractal_rows
     fits = min(chip.l0a_bytes // l0_buffers // (round_up(bm, unit) * isz),
                chip.l0b_bytes // l0_buffers // (round_up(bn, chip.fractal_rows) * isz),
@@ -272,7 +272,7 @@ def l1_bytes(shape: MatmulShape, chip: ChipSpec, bm: int, bn: int, k_l1: int,
              bias: bool, buffers: int) -> int:
     """L1 taken by the A and B chunks (`buffers` each), the bias row and, with trans_a, A's
     columns padded to C0."""
-    isz = _itemsize(shape.dtype)
+    isz = itemsize(shape.dtype)
     c0, unit = chip.c0(isz), chip.fractal_rows
     if shape.trans_a:
         a = round_up(k_l1, unit) * round_up(bm, c0) * isz
@@ -298,7 +298,7 @@ def _l1_chunk(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bm: int,
         raise DoesNotFit(f"no L1 chunk of A and B fits {chip.l1_bytes} bytes of L1 at "
                          f"{buffers} buffers ({bm} x {bn} x {bk} base block)")
     step = fits[-1]
-    burst = chip.gm_alloc_align // _itemsize(shape.dtype)
+    burst = chip.gm_alloc_align // itemsize(shape.dtype)
     aligned = [s for s in fits if s * bk % burst == 0]
     if step * bk > burst and aligned:        # chunks starting on 512-byte bursts of K
         step = aligned[-1]
@@ -308,7 +308,7 @@ def _l1_chunk(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bm: int,
 def _round_rows(shape: MatmulShape, chip: ChipSpec, bm: int, m_tiles: int,
                 out_dtype: str) -> int:
     """M-tile rows per round: B, the round's rows of A and of the output in L2 [BPH][L2S]."""
-    isz, osz = _itemsize(shape.dtype), _itemsize(out_dtype)
+    isz, osz = itemsize(shape.dtype), itemsize(out_dtype)
     b_bytes = shape.k * shape.n * isz
     per_row = bm * (shape.k * isz + shape.n * osz)
     if b_bytes + m_tiles * per_row <= chip.l2_bytes:
