@@ -90,6 +90,7 @@ class MatmulKernel:
             asc.set_hf32_mode(True)
             asc.set_hf32_trans_mode(True)
         self.chunk = None          # the L1 chunk the loads read: (a1, b1)
+        self.partials = ctx.workspace.reinterpret(F32) if t.k_splits > 1 else None
 
     def a1_elements(self) -> int:
         """A's L1 chunk: bm positions of K (NC1HWC0), or K positions of bm (NZ(A^T))."""
@@ -105,33 +106,103 @@ class MatmulKernel:
         """Every tile of this core; in a mix kernel, a flag to the vector cores after each
         and at most CREDITS tiles ahead of them (a generator: the flags are waited on)."""
         t, sh = self.t, self.shape
+        if t.k_splits > 1:
+            yield from self.process_split_k()
+            return
         tiles = t.core_tiles(self.ctx.block_idx, self.ctx.block_num)
         for i, index in enumerate(tiles):
             if self.mix and i >= CREDITS:
                 yield asc.cross_core_wait_flag(FREE)
             matrix, m0, n0 = t.tile(index)
             bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
-            a_off, b_off = sh.offsets(matrix)
             c = self.l0c[i % len(self.l0c)]
-            bias = self.bias_gm is not None
-            if bias:
-                self.load_bias(n0, bn)
-            if sh.k == 0:
-                self.zero(c, bm, bn, bias)
-            for k0 in range(0, sh.k, t.k_l1):
-                kc = min(t.k_l1, sh.k - k0)
-                self.copy_in(a_off, b_off, m0, n0, bm, bn, k0, kc)
-                for kk in range(0, kc, t.base_k):
-                    bk = min(t.base_k, kc - kk)
-                    self.split(bm, bn, kc, kk, bk)
-                    self.compute(c, bm, bn, bk, bias and k0 + kk == 0, first=k0 + kk == 0, last=k0 + kk + bk == sh.k,
-                                 last_of_chunk=kk + bk == kc)
+            self.tile_product(c, matrix, m0, n0, bm, bn, 0, sh.k, self.bias_gm is not None)
             self.copy_out(c, matrix, m0, n0, bm, bn)
             if self.mix:
                 asc.cross_core_set_flag(2, asc.Pipe.FIX, READY)
         if self.mix:
             for _ in range(min(len(tiles), CREDITS)):
                 yield asc.cross_core_wait_flag(FREE)
+
+    def tile_product(self, c, matrix: int, m0: int, n0: int, bm: int, bn: int, k_lo: int,
+                     k_hi: int, bias: bool) -> None:
+        """C (L0C) = the tile's product over K [k_lo, k_hi) (+ its bias row): L1 chunks of
+        k_l1, base_k steps in each; zeros (or the bias) for an empty K."""
+        t = self.t
+        a_off, b_off = self.shape.offsets(matrix)
+        if bias:
+            self.load_bias(n0, bn)
+        if k_hi == k_lo:
+            self.zero(c, bm, bn, bias)
+        for k0 in range(k_lo, k_hi, t.k_l1):
+            kc = min(t.k_l1, k_hi - k0)
+            self.copy_in(a_off, b_off, m0, n0, bm, bn, k0, kc)
+            for kk in range(0, kc, t.base_k):
+                bk = min(t.base_k, kc - kk)
+                self.split(bm, bn, kc, kk, bk)
+                self.compute(c, bm, bn, bk, bias and k0 + kk == k_lo, first=k0 + kk == k_lo,
+                             last=k0 + kk + bk == k_hi, last_of_chunk=kk + bk == kc)
+
+    def process_split_k(self):
+        """Split-K: each unit is a tile's product over one part of K, written as float32
+        partial rows to the workspace ([m][part][n]); after a SyncAll each core sums the
+        parts of its tiles' rows, one GEMV each: a row of ones times the parts (k = parts),
+        the bias row from the BiasTable, ReLU and the output type in the Fixpipe."""
+        t, sh, ctx = self.t, self.shape, self.ctx
+        parts, part = t.k_splits, t.split_k
+        for i, unit in enumerate(range(ctx.block_idx, t.tiles * parts, ctx.block_num)):
+            index, s = divmod(unit, parts)
+            _, m0, n0 = t.tile(index)
+            bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
+            c = self.l0c[i % len(self.l0c)]
+            k_lo = min(s * part, sh.k)
+            self.tile_product(c, 0, m0, n0, bm, bn, k_lo, min(k_lo + part, sh.k), False)
+            asc.fixpipe(self.partials[(m0 * parts + s) * sh.n + n0], c, asc.FixpipeParamsV220(
+                n_size=bn, m_size=bm, src_stride=round_up(bm, FRACTAL), dst_stride=parts * sh.n,
+                quant_pre=asc.QuantMode.NoQuant, unit_flag=3))
+        yield asc.sync_all()
+        ones = self.a2.alloc_tensor(F32)          # the GEMV's A: a row of ones, once
+        asc.fill(ones, asc.InitConstValueParams(repeat_times=1, block_num=1, init_value=1))
+        self.a2.enque(ones)
+        ones = self.a2.deque()
+        rows = 0
+        for index in t.core_tiles(ctx.block_idx, ctx.block_num):
+            _, m0, n0 = t.tile(index)
+            bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
+            for m in range(m0, m0 + bm):
+                self.sum_parts(self.l0c[rows % len(self.l0c)], ones, m, n0, bn)
+                rows += 1
+        self.a2.free_tensor(ones)
+
+    def sum_parts(self, c, ones, m: int, n0: int, bn: int) -> None:
+        """Row m of y, columns [n0, n0 + bn): the sum of its parts."""
+        t, sh = self.t, self.shape
+        parts = t.k_splits
+        b1 = self.b1.alloc_tensor(F32)
+        asc.data_copy(b1, self.partials[m * parts * sh.n + n0], asc.Nd2NzParams(
+            n_value=parts, d_value=bn, src_d_value=sh.n, dst_nz_c0_stride=FRACTAL))
+        self.b1.enque(b1)
+        b1 = self.b1.deque()
+        b2 = self.b2.alloc_tensor(F32)
+        n_fractals = ceil_div(bn, FRACTAL)
+        asc.load_data_with_transpose(b2, b1, asc.LoadData2dTransposeParams(
+            repeat_times=n_fractals, dst_frac_gap=n_fractals - 1))
+        self.b1.free_tensor(b1)
+        self.b2.enque(b2)
+        if self.bias_gm is not None:
+            self.load_bias(n0, bn)
+        b2 = self.b2.deque()
+        params = asc.MmadParams(m=1, n=bn, k=parts, unit_flag=3)
+        if self.bias_gm is not None:
+            row = self.bias_bt.deque()
+            asc.mmad(c, ones, b2, row, params)
+            self.bias_bt.free_tensor(row)
+        else:
+            asc.mmad(c, ones, b2, params)
+        self.b2.free_tensor(b2)
+        asc.fixpipe(self.out[m * sh.n + n0], c, asc.FixpipeParamsV220(
+            n_size=bn, m_size=1, src_stride=FRACTAL, dst_stride=sh.n,
+            quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
 
     def load_bias(self, n0: int, bn: int) -> None:
         """The tile's bias row: GM -> L1 (one ND2NZ row, zero padded) -> BiasTable (float32,
@@ -199,7 +270,8 @@ class MatmulKernel:
             if count:
                 asc.data_copy(b1[first * pitch], self.b[src + first * FRACTAL * n],
                               asc.Nd2NzParams(nd_num=count, n_value=rows, d_value=bn,
-                                              src_nd_matrix_stride=FRACTAL * n, src_d_value=n,
+                                              src_nd_matrix_stride=FRACTAL * n * (count > 1),
+                                              src_d_value=n,
                                               dst_nz_c0_stride=FRACTAL,
                                               dst_nz_matrix_stride=pitch))
 
@@ -300,8 +372,10 @@ def launch_plan(shape: MatmulShape, epilogue: Epilogue, ins: list, out: TensorDe
     mix kernel with a float32 workspace of the output when the vector cores take part."""
     out_dtype = "float32" if epilogue.vector else out.dtype
     block_dim, tiling = plan(shape, chip, config, epilogue, out_dtype)
-    if not epilogue.vector:
-        return LaunchPlan(block_dim, tiling, kind=KernelType.CUBE)
+    if not epilogue.vector:       # split-K: the float32 parts of every row in the workspace
+        partials = shape.m * tiling.k_splits * shape.n * F32.itemsize if tiling.k_splits > 1 \
+            else 0
+        return LaunchPlan(block_dim, tiling, workspace_bytes=partials, kind=KernelType.CUBE)
     tiling = replace(tiling, vector=plan_vector_side(epilogue, ins, out, tiling, chip))
     return LaunchPlan(block_dim, tiling, workspace_bytes=out.size * F32.itemsize,
                       kind=KernelType.MIX)

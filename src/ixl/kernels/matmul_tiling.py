@@ -29,6 +29,7 @@ from ..nixl.tuning import DoesNotFit, TuningConfig
 from .tiling import Tiling
 
 ACCUMULATOR_BYTES = 4            # L0C holds float32 (int32) [MMAD]
+FRACTAL_ROWS = 16                # a fractal's rows: the most rows split-K sums with GEMVs
 ND2NZ_MAX_PITCH = 65535          # Nd2NzParams.src_d_value and src_nd_matrix_stride [ND2NZ]
 TUNING_FIELDS = ("buffer_num", "l0_buffers", "base_m", "base_n", "base_k", "step_k",
                  "block_dim", "hf32")
@@ -133,6 +134,7 @@ class MatmulTiling(Tiling):
     epilogue: Any          # what follows the product (matmul_epilogue.Epilogue)
     hf32: bool = False     # float32 as HF32 (set_hf32_mode)
     vector: Any = None     # a mix kernel's vector side: its row layout (ElementwiseTiling)
+    k_splits: int = 1      # K cut into this many parts, each a unit of work (split-K)
     config: TuningConfig = TuningConfig()
 
     @property
@@ -158,6 +160,11 @@ class MatmulTiling(Tiling):
         neighbouring tiles."""
         return range(block_idx, self.tiles, block_num)
 
+    @property
+    def split_k(self) -> int:
+        """K of one split-K part: whole base_k steps."""
+        return round_up(ceil_div(self.shape.k, self.k_splits), self.base_k)
+
 
 # ---------------------------------------------------------------- host tiling
 
@@ -174,6 +181,9 @@ def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilog
         raise DoesNotFit(f"hf32 is a float32 mode; these operands are {shape.dtype}")
     cores = min(config.block_dim or chip.aic_cores, chip.aic_cores)
     bm, bn = _output_tile(shape, chip, config, bias, cores)
+    splits = 1
+    if _splittable(shape, epilogue):
+        bm, bn, splits = _split_k(shape, chip, config, bias, cores, (bm, bn))
     l0c_buffers = 2 if 2 * bm * bn * ACCUMULATOR_BYTES <= chip.l0c_bytes else 1
     l0_buffers = config.l0_buffers or 2
     bk = base_k(shape, chip, config, bm, bn, l0_buffers)
@@ -181,9 +191,41 @@ def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilog
     m_tiles, n_tiles = ceil_div(shape.m, bm), ceil_div(shape.n, bn)
     tiling = MatmulTiling(shape, bm, bn, bk, k_l1, l0_buffers, l0c_buffers, m_tiles, n_tiles,
                           _round_rows(shape, chip, bm, m_tiles, out_dtype), out_dtype,
-                          epilogue, bool(config.hf32), config=config)
-    return min(tiling.tiles, cores), tiling
+                          epilogue, bool(config.hf32), k_splits=splits, config=config)
+    return min(tiling.tiles * splits, cores), tiling
 
+
+def _splittable(shape: MatmulShape, epilogue) -> bool:
+    """Split-K takes a product of one M tile (a decode step's few rows) that the Cube
+    finishes alone (its partial sums meet on the Cube, not on the vector cores)."""
+    return shape.batches == 1 and shape.k > 0 and 0 < shape.m <= FRACTAL_ROWS \
+        and not epilogue.vector
+
+
+def _split_k(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias: bool,
+             cores: int, occupied: tuple[int, int]) -> tuple[int, int, int]:
+    """(bm, bn, parts) for few rows: columns in whole 512-byte bursts, K cut so that the
+    column tiles times the parts spread evenly over the cores. The estimate is each core's
+    bytes: its parts of B and their float32 partial rows out, then the rows it sums back in."""
+    if config.base_n or shape.k < 2 * FRACTAL_ROWS:
+        return (*occupied, 1)
+    isz = itemsize(shape.dtype)
+    bm = round_up(shape.m, chip.fractal_rows)
+    bn = min(chip.gm_alloc_align // isz, round_up(shape.n, chip.fractal_rows))
+    tiles = ceil_div(shape.n, bn)
+    occ_m, occ_n = occupied
+
+    def cost(parts: int) -> float:
+        k = ceil_div(shape.k, parts)
+        units = ceil_div(tiles * parts, cores)
+        partial = bm * bn * ACCUMULATOR_BYTES if parts > 1 else 0
+        return units * (k * bn * isz + partial) + ceil_div(tiles, cores) * parts * partial
+
+    unsplit = ceil_div(ceil_div(shape.n, occ_n), cores) * shape.k * occ_n * isz
+    best = min(range(2, min(cores, shape.k // FRACTAL_ROWS) + 1), key=cost, default=None)
+    if best is None or cost(best) >= unsplit:
+        return (*occupied, 1)
+    return bm, bn, best
 
 def itemsize(dtype: str) -> int:
     return 2 if dtype in ("float16", "bfloat16") else 4
