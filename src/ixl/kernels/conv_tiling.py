@@ -10,8 +10,8 @@ the (C1, kh, kw, C0) order of the 3-D load), and the sizes, all from the chip (R
 - The output tile is base_m output channels x base_n positions, one L0C accumulator. Its A
   block (weights) is bm x K and its B block only the band of input rows the positions reach
   (the 3-D load expands it kh x kw fold on the way into L0B), so the tile moves
-  bm K + (band of C) bytes for bm bn K multiply-adds: wide position tiles and narrower
-  channel tiles move the fewest [LD3D].
+  bm K + (band of C) bytes for bm bn K multiply-adds: the tile chosen moves the fewest
+  bytes through the busiest core, its tiles dealt round robin [LD3D].
 - The L1 chunk is a run of whole C1 groups (K = groups x kh x kw x C0) whose weights and input
   band fit L1 at the L1 buffering.
 """
@@ -26,7 +26,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl.tuning import DoesNotFit, TuningConfig
 from .matmul_epilogue import Epilogue
 from .matmul_tiling import (ACCUMULATOR_BYTES, TUNING_FIELDS, MatmulShape, MatmulTiling,
-                            base_k, candidates, itemsize, occupy)
+                            base_k, candidates, itemsize, l0_fits)
 from .tiling import Tiling
 
 PAD_MAX = 255              # LoadData3DParamsV2.padList [LD3D]
@@ -173,26 +173,26 @@ def plan(geo: ConvGeometry, dtype: str, chip: ChipSpec, config: TuningConfig | N
 
 def _output_tile(geo: ConvGeometry, shape: MatmulShape, chip: ChipSpec, config: TuningConfig,
                  cores: int) -> tuple[int, int]:
-    """Output channels x positions: the fewest bytes per multiply-add, A being bm x K and B a
-    band of input rows (about bn positions of C channels and the kernel's halo)."""
+    """Output channels x positions: the fewest bytes through the busiest core's GM port, A
+    being bm x K and B a band of input rows (about bn positions of C channels and the
+    kernel's halo), with the tiles dealt round robin over the cores."""
     unit = chip.fractal_rows
     cap = chip.mmad_max_mnk // unit * unit
     accumulators = chip.l0c_bytes // ACCUMULATOR_BYTES
     best = None
     for bm in [config.base_m] if config.base_m else candidates(geo.cout, cap, unit):
         for bn in [config.base_n] if config.base_n else candidates(geo.positions, cap, unit):
-            if bm * bn > accumulators:
+            if bm * bn > accumulators or not l0_fits(shape, chip, config, bm, bn):
                 continue
-            rows = geo.max_band_rows(bn)
-            moved = bm * shape.k + rows * geo.w * geo.cin
-            score = bm * bn * shape.k / moved
-            if best is None or score > best[0]:
+            tiles = shape.batches * ceil_div(geo.cout, bm) * ceil_div(geo.positions, bn)
+            moved = bm * shape.k + geo.max_band_rows(bn) * geo.w * geo.cin
+            score = (ceil_div(tiles, cores) * moved, -bm * bn)
+            if best is None or score < best[0]:
                 best = (score, bm, bn)
     if best is None:
         raise DoesNotFit(f"no output tile fits L0C ({chip.l0c_bytes} bytes) with the base sizes "
                          f"given")
-    _, bm, bn = best
-    return occupy(shape, bm, bn, cores, unit, config)
+    return best[1], best[2]
 
 
 def l1_bytes(geo: ConvGeometry, chip: ChipSpec, bm: int, c1_step: int, band_rows: int,

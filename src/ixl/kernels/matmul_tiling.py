@@ -256,7 +256,7 @@ def _output_tile(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias:
         best = None
         for bm in [config.base_m] if config.base_m else candidates(shape.m, cap, unit):
             for bn in [config.base_n] if config.base_n else candidates(shape.n, n_cap, unit):
-                if bm * bn > accumulators:
+                if bm * bn > accumulators or not l0_fits(shape, chip, config, bm, bn):
                     continue
                 aligned = bn % burst == 0 or bn >= shape.n
                 score = (bm * bn / (bm + bn), aligned, bm)
@@ -273,6 +273,14 @@ def _output_tile(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias:
         raise DoesNotFit(f"base_n {bn}: a bias row of {bn} floats exceeds the BiasTable's "
                          f"{chip.bias_table_bytes} bytes")
     return bm, bn
+
+
+def l0_fits(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bm: int, bn: int
+            ) -> bool:
+    """A K step of one fractal of A and B fits L0A and L0B at the L0 buffering."""
+    step = chip.fractal_rows * itemsize(shape.dtype) * (config.l0_buffers or 2)
+    return round_up(bm, chip.fractal_rows) * step <= chip.l0a_bytes and \
+        round_up(bn, chip.fractal_rows) * step <= chip.l0b_bytes
 
 
 def occupy(shape: MatmulShape, bm: int, bn: int, cores: int, unit: int,
