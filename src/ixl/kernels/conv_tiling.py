@@ -192,7 +192,7 @@ def _output_tile(geo: ConvGeometry, shape: MatmulShape, chip: ChipSpec, config: 
     if best is None:
         raise DoesNotFit(f"no output tile fits L0C ({chip.l0c_bytes} bytes) with the base sizes "
                          f"given")
-    return best[1], best[2]
+    return tuple(max(unit, v // config.divisor // unit * unit) for v in best[1:])
 
 
 def l1_bytes(geo: ConvGeometry, chip: ChipSpec, bm: int, c1_step: int, band_rows: int,

@@ -400,11 +400,11 @@ def declines(shape: MatmulShape, descs: list) -> str | None:
     return None
 
 
-# What `ixl tune` sweeps: L1 and L0 buffering and the base block; the ladder shows the
-# buffering steps at the default base block.
+# What `ixl tune` sweeps: L1 and L0 buffering and the base block (the ladder shows the
+# buffering steps at the default base block).
 TUNING_SPACE = TuningSpace(
-    buffer_num=(1, 2), l0_buffers=(1, 2), base_m=(64, 128, 256), base_n=(64, 128, 256),
-    base_k=(32, 64, 128), tile_div=(), core_div=(), core_kind="aic",
+    buffer_num=(1, 2), l0_buffers=(1, 2), base_m=(64, 128, 256), base_n=(128, 256),
+    base_k=(32, 64), tile_div=(), core_div=(), core_kind="aic",
     ladder=(("single buffer", {"buffer_num": 1, "l0_buffers": 1}),
             ("double buffer L0", {"buffer_num": 1, "l0_buffers": 2}),
             ("double buffer L1 and L0", {"buffer_num": 2, "l0_buffers": 2})))

@@ -30,9 +30,10 @@ from .tiling import Tiling
 
 ACCUMULATOR_BYTES = 4            # L0C holds float32 (int32) [MMAD]
 FRACTAL_ROWS = 16                # a fractal's rows: the most rows split-K sums with GEMVs
+UNALIGNED_SHARE = 0.7            # bandwidth of GM rows off the 512-byte grid [MEMOPT]
 ND2NZ_MAX_PITCH = 65535          # Nd2NzParams.src_d_value and src_nd_matrix_stride [ND2NZ]
 TUNING_FIELDS = ("buffer_num", "l0_buffers", "base_m", "base_n", "base_k", "step_k",
-                 "block_dim", "hf32")
+                 "tile_div", "block_dim", "hf32")
 
 
 # ---------------------------------------------------------------- what is multiplied
@@ -205,27 +206,30 @@ def _splittable(shape: MatmulShape, epilogue) -> bool:
 def _split_k(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias: bool,
              cores: int, occupied: tuple[int, int]) -> tuple[int, int, int]:
     """(bm, bn, parts) for few rows: columns in whole 512-byte bursts, K cut so that the
-    column tiles times the parts spread evenly over the cores. The estimate is each core's
-    bytes: its parts of B and their float32 partial rows out, then the rows it sums back in."""
+    column tiles times the parts spread evenly over the cores. The estimate is the busiest
+    core's bytes: its parts of B and their float32 partial rows out, then the rows it sums
+    back in; rows off the 512-byte grid count at the 70% they reach [MEMOPT]."""
     if config.base_n or shape.k < 2 * FRACTAL_ROWS:
         return (*occupied, 1)
     isz = itemsize(shape.dtype)
     bm = round_up(shape.m, chip.fractal_rows)
     bn = min(chip.gm_alloc_align // isz, round_up(shape.n, chip.fractal_rows))
     tiles = ceil_div(shape.n, bn)
-    occ_m, occ_n = occupied
+    partial = shape.m * bn * ACCUMULATOR_BYTES
 
     def cost(parts: int) -> float:
-        k = ceil_div(shape.k, parts)
         units = ceil_div(tiles * parts, cores)
-        partial = bm * bn * ACCUMULATOR_BYTES if parts > 1 else 0
-        return units * (k * bn * isz + partial) + ceil_div(tiles, cores) * parts * partial
+        return units * (ceil_div(shape.k, parts) * bn * isz + partial) \
+            + ceil_div(tiles, cores) * parts * partial
 
-    unsplit = ceil_div(ceil_div(shape.n, occ_n), cores) * shape.k * occ_n * isz
+    occ_n = occupied[1]
+    share = 1 if occ_n * isz % chip.gm_alloc_align == 0 else UNALIGNED_SHARE
+    unsplit = ceil_div(ceil_div(shape.n, occ_n), cores) * shape.k * occ_n * isz / share
     best = min(range(2, min(cores, shape.k // FRACTAL_ROWS) + 1), key=cost, default=None)
     if best is None or cost(best) >= unsplit:
         return (*occupied, 1)
     return bm, bn, best
+
 
 def itemsize(dtype: str) -> int:
     return 2 if dtype in ("float16", "bfloat16") else 4
@@ -265,6 +269,7 @@ def _output_tile(shape: MatmulShape, chip: ChipSpec, config: TuningConfig, bias:
         if best is None:
             raise DoesNotFit("no output tile fits L0C with the base sizes given")
         _, bm, bn = best
+        bm, bn = (max(unit, v // config.divisor // unit * unit) for v in (bm, bn))
         bm, bn = occupy(shape, bm, bn, cores, unit, config)
     if bm * bn > accumulators:
         raise DoesNotFit(f"a {bm} x {bn} float32 tile needs {bm * bn * ACCUMULATOR_BYTES} "
