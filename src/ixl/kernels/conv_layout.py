@@ -115,7 +115,7 @@ class LayoutKernel:
             self.zero_event = pipe.alloc_event_id(asc.HardEvent.V_MTE3)
 
     def process(self):
-        p, geo = self.p, self.geo
+        p = self.p
         if p.zero_bytes:
             self.zero_map()
             yield asc.sync_all()
