@@ -35,6 +35,20 @@ def ub_tensor(core, dtype, count, fill=None):
     return t
 
 
+def run_arrays(dev, op, arrays, config=None, **attrs):
+    """Run `op` on host arrays; returns (the first output as an array, the run record), every
+    tensor freed."""
+    ins = [dev.tensor(a) for a in arrays]
+    try:
+        y = dev.run(op, *ins, config=config, **attrs)
+        rec, out = dev.last_profile, y.numpy()
+        y.free()
+    finally:
+        for t in ins:
+            t.free()
+    return out, rec
+
+
 def run_specs(dev, op, specs, attrs=None, config=None, arrays=None):
     """Run `op` on inputs made from `specs` (empty tensors, or `arrays` when given; a spec's
     value when it has one), free the inputs and return the outputs as a tuple."""

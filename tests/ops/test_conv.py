@@ -8,10 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ixl
-from ixl.hixl import get_op, to_numpy
+from ixl.hixl import ArgSpec, get_op, to_numpy
 from ixl.nixl import Graph
 from ixl.profile.metrics import launch_metrics
 from ixl.verify.compare import compare
+from tests.helpers import run_arrays
 
 
 @pytest.fixture(scope="module")
@@ -22,17 +23,11 @@ def dev():
 
 
 def _check(dev, op, arrays, attrs, dtype):
-    ins = [dev.tensor(a) for a in arrays]
-    y = dev.run(op, *ins, **attrs)
-    rec = dev.last_profile
-    got = y.numpy()
-    for t in (*ins, y):
-        t.free()
+    """Run natively or not, compare with the golden; returns the run record."""
+    got, rec = run_arrays(dev, op, arrays, **attrs)
     schema = get_op(op)
-    want = schema.reference(*arrays, **schema.check([t.desc.spec for t in ins] if False else
-                                                     [ixl.hixl.ArgSpec(a.shape, dtype)
-                                                      for a in arrays], attrs))[0]
-    c = compare(got, want, schema.tolerance(dtype))
+    bound = schema.check([ArgSpec(a.shape, dtype) for a in arrays], attrs)
+    c = compare(got, schema.reference(*arrays, **bound)[0], schema.tolerance(dtype))
     assert c.ok, c.summary()
     return rec
 
@@ -77,13 +72,24 @@ def test_conv_transpose_is_native_over_geometries_and_dtypes(dev, data):
     dims = [data.draw(st.integers(1, 7)) for _ in range(rank)]
     kernel = [data.draw(st.integers(1, 3)) for _ in range(rank)]
     strides = [data.draw(st.integers(1, 3)) for _ in range(rank)]
-    pads = [data.draw(st.integers(0, k - 1)) for k in kernel] * 2
     extra = [data.draw(st.integers(0, s - 1)) for s in strides]
+    full = [s * (n - 1) + e + k for n, s, e, k in zip(dims, strides, extra, kernel)]
+    begin = [data.draw(st.integers(0, min(k - 1, f - 1))) for k, f in zip(kernel, full)]
+    end = [data.draw(st.integers(0, min(k - 1, f - 1 - b))) for k, f, b in
+           zip(kernel, full, begin)]          # at least one output position
+    pads = begin + end
     rng = np.random.default_rng(data.draw(st.integers(0, 99)))
     arrays = _inputs(rng, dtype, (1, cin, *dims), (cin, cout, *kernel), (cout * groups,))
     attrs = {"group": groups, "strides": strides, "pads": pads, "output_padding": extra}
     rec = _check(dev, "ConvTranspose", arrays, attrs, dtype)
     assert rec.path == "native", rec.reason
+
+
+def test_a_conv_transpose_cropped_to_nothing_is_empty_on_the_shim(dev):
+    rng = np.random.default_rng(0)
+    arrays = _inputs(rng, "float16", (1, 2, 1, 1), (2, 3, 2, 2))
+    rec = _check(dev, "ConvTranspose", arrays, {"pads": [1, 1, 1, 1]}, "float16")
+    assert rec.path == "shim" and "no output positions" in rec.reason
 
 
 def test_a_depthwise_conv_runs_natively(dev):

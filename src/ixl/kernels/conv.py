@@ -227,6 +227,8 @@ def declines(geo: ConvGeometry | None, descs: list) -> str | None:
         return "1-D and 2-D convolutions run natively (more spatial dims on the shim)"
     if geo.cin == 0:
         return "no input channels: the output is the bias, written by the shim"
+    if geo.positions == 0:
+        return "no output positions: the empty output is written by the shim"
     return check_geometry(geo)
 
 

@@ -192,13 +192,8 @@ class MatmulKernel:
         if self.bias_gm is not None:
             self.load_bias(n0, bn)
         b2 = self.b2.deque()
-        params = asc.MmadParams(m=1, n=bn, k=parts, unit_flag=3)
-        if self.bias_gm is not None:
-            row = self.bias_bt.deque()
-            asc.mmad(c, ones, b2, row, params)
-            self.bias_bt.free_tensor(row)
-        else:
-            asc.mmad(c, ones, b2, params)
+        self.mmad(c, ones, b2, asc.MmadParams(m=1, n=bn, k=parts, unit_flag=3),
+                  self.bias_gm is not None)
         self.b2.free_tensor(b2)
         asc.fixpipe(self.out[m * sh.n + n0], c, asc.FixpipeParamsV220(
             n_size=bn, m_size=1, src_stride=FRACTAL, dst_stride=sh.n,
@@ -321,18 +316,22 @@ class MatmulKernel:
         params = asc.MmadParams(m=max(bm, 2), n=bn, k=bk, cmatrix_init_val=first,
                                 unit_flag=3 if last else 2,
                                 k_direction_align=self.shape.trans_a and self.c0 == 8)
-        if bias:
-            row = self.bias_bt.deque()
-            asc.mmad(c, a2, b2, row, params)
-            self.bias_bt.free_tensor(row)
-        else:
-            asc.mmad(c, a2, b2, params)
+        self.mmad(c, a2, b2, params, bias)
         self.a2.free_tensor(a2)
         self.b2.free_tensor(b2)
         if last_of_chunk:           # the chunk's loads are done: L1 may be refilled
             a1, b1 = self.chunk
             self.a1.free_tensor(a1)
             self.b1.free_tensor(b1)
+
+    def mmad(self, c, a2, b2, params, bias: bool) -> None:
+        """One Mmad, starting from the BiasTable's row when `bias`."""
+        if bias:
+            row = self.bias_bt.deque()
+            asc.mmad(c, a2, b2, row, params)
+            self.bias_bt.free_tensor(row)
+        else:
+            asc.mmad(c, a2, b2, params)
 
     def copy_out(self, c, matrix: int, m0: int, n0: int, bm: int, bn: int) -> None:
         """L0C -> GM: one Fixpipe, float32 -> the output type, NZ -> ND, reading the tile as
