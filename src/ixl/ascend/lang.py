@@ -16,7 +16,10 @@ from .vector import (BinaryRepeatParams, CmpMode, brcb, RoundMode, UnaryRepeatPa
                      cast, compare, compare_scalar, div, duplicate, exp, ln, max, maxs, min,
                      mins, mul, muls, reciprocal, relu, rsqrt, select, sqrt, sub,
                      whole_reduce_max, whole_reduce_min, whole_reduce_sum)
+from .vector_datamove import (TransDataTo5HDParams, create_vec_index, gather, gather_mask,
+                              trans_data_to_5hd)
 from .vector_reduce import block_reduce_max, block_reduce_min, block_reduce_sum
+from .vector_sort import mrg_sort, sort32
 
 __all__ = [
     "get_block_idx", "get_block_num", "sync_all", "DataCopyExtParams", "DataCopyPadExtParams",
@@ -26,4 +29,6 @@ __all__ = [
     "duplicate", "exp", "ln", "max", "maxs", "min", "mins", "mul", "muls", "reciprocal", "relu",
     "rsqrt", "sqrt", "sub", "whole_reduce_max", "whole_reduce_min", "whole_reduce_sum",
     "block_reduce_max", "block_reduce_min", "block_reduce_sum",
+    "TransDataTo5HDParams", "create_vec_index", "gather", "gather_mask", "trans_data_to_5hd",
+    "mrg_sort", "sort32",
 ]
