@@ -61,7 +61,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     try:
         ws = (GlobalTensor(gm, workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
                            "workspace") if workspace else None)
-        names = entry.arg_names or [*entry.schema.input_names(len(inputs)), *entry.schema.outputs]
+        names = entry.arg_names or [*entry.schema.input_names(len(inputs)),
+                                     *entry.schema.output_names(len(outputs))]
         tensors = [t and GlobalTensor(gm, t.addr, t.desc.np_dtype, t.desc.storage_size, n)
                    for t, n in zip((*inputs, *outputs), names)]
         log.launch(entry.op, name, chip.name,
