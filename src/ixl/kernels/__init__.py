@@ -4,8 +4,8 @@ Only the registry's loader imports this package; importing it registers every ke
 fusion provider.
 """
 
-from . import (concat_split, elementwise_ops, expand_tile, fusion_provider, norm, pad,  # noqa: F401
-               reduce, slice)  # (registration)
+from . import (concat_split, elementwise_ops, expand_tile, fusion_provider, gather,  # noqa: F401
+               norm, pad, reduce, slice)  # (registration)
 from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
 __all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]
