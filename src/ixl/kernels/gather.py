@@ -85,7 +85,10 @@ class LookupTiling(RowMoveTiling):
 
 class RowLookupKernel(RowMoveKernel):
     """Gather (an axis with elements after it) and GatherND: row sources through an index
-    window that the scalar unit reads."""
+    window that the scalar unit reads, a copy per row (as a lookup kernel issues them; its
+    modeled time then does not depend on which rows the indices pick, beyond alignment)."""
+
+    merge_runs = False
 
     def init_extra(self) -> None:
         tiling: LookupTiling = self.tiling

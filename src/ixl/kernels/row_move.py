@@ -306,6 +306,8 @@ def move_rows(local: asc.LocalTensor, gm: asc.GlobalTensor, run: Run, width: int
 class RowMoveKernel:
     """One block: its range of rows over the parts, tile by tile."""
 
+    merge_runs = True       # rows evenly spaced in GM share one copy (False: a copy per row)
+
     def __init__(self, ctx: KernelContext, gm: tuple):
         """Init: the pipe, an input and an output queue, the pad block, the offset tables of
         the row maps."""
@@ -393,7 +395,8 @@ class RowMoveKernel:
         offsets = self.sources(tile)
         width = tile.width if part.row_map is None else part.src_row
         x = self.in_q.alloc_tensor(self.dtype)
-        self.in_runs = runs(offsets, width, self.ctx.chip.max_copy_blocks)
+        self.in_runs = runs(offsets, width,
+                            self.ctx.chip.max_copy_blocks if self.merge_runs else 1)
         for run in self.in_runs:
             move_rows(x, self.gm[part.src], run._replace(offset=run.offset + tile.col), width,
                       self.tiling.src_pitch, inbound=True)
