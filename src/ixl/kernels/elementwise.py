@@ -28,11 +28,12 @@ from ..hixl.dtypes import to_numpy
 from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, LaunchPlan, TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig
-from . import broadcast
+from . import broadcast, wide_casts
 from .broadcast import InputPlan
 from .program import BodyArgs, Step, resolve_program, scalar_inputs
 from .tiling import Tiling, largest_fit, split_cores, split_units, tile_elements
 from .ub import copy, read_scalars, spread
+from .wide_casts import WideScratch, convert_in, convert_out, needs_wide
 
 TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
 
@@ -59,7 +60,11 @@ class ElementwiseTiling(Tiling):
 # ---------------------------------------------------------------- host tiling
 
 def compute_dtype(dtypes: list[str], steps: tuple[Step, ...]) -> str:
-    """float16 when every value is float16 (or bool) and no body asks for float32."""
+    """float16 when every value is float16 (or bool) and no body asks for float32; int32 for a
+    Cast between integers (and bool), which stays exact."""
+    if all(s.body.fn is None for s in steps) and all(
+            d in ("int32", "int64", "bool") for d in dtypes) and set(dtypes) != {"bool"}:
+        return "int64" if set(dtypes) == {"int64"} else "int32"
     wide = any(s.body.float32 for s in steps) or any(
         d not in ("float16", "bool") for d in dtypes)
     return "float32" if wide else "float16"
@@ -113,6 +118,8 @@ def _budget(inputs, out: TensorDesc, cdt: str, steps, config: TuningConfig,
     queued = sum(to_numpy(p.dtype).itemsize for p in streamed if not p.once) + out.itemsize
     scratch = c_isz * _scratch_count(inputs, out.dtype, cdt, steps) \
         + sum(c_isz for p in streamed if p.once)
+    if needs_wide([p.dtype for p in inputs if p.dtype] + [out.dtype]):
+        scratch += wide_casts.SCRATCH_BYTES
     staging = sum(to_numpy(p.dtype).itemsize + c_isz for p in streamed if p.once)
     return _Budget(queued, scratch, sum(p.scalar for p in inputs), staging, config.buffers)
 
@@ -239,6 +246,8 @@ class ElementwiseKernel:
         many = len(tiling.steps) > 1 or self.out_dtype != self.cdt
         self.results = [self._scratch(cap) for _ in tiling.steps] if many else []
         self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in tiling.steps))]
+        self.wide = WideScratch(self.pipe, cap) if needs_wide(
+            [p.dtype for p in tiling.inputs if p.dtype] + [tiling.out_dtype]) else None
         values = read_scalars(self.pipe, ctx.chip, {i: srcs[i] for i, p in
                                                     enumerate(tiling.inputs)
                                                     if p.scalar and srcs[i] is not None})
@@ -305,6 +314,9 @@ class ElementwiseKernel:
         """`src` in the compute dtype, converted into `into` when it is another type. A bool
         input becomes float16 0/1 whatever the compute dtype: it only ever feeds a compare."""
         d = to_numpy(dtype)
+        if d == np.dtype(np.int64):
+            convert_in(into, src, count, self.wide)
+            return into
         if d == np.dtype(np.bool_):
             half = into.reinterpret(np.float16)
             asc.cast(half, src.reinterpret(np.uint8), asc.RoundMode.CAST_NONE, count)
@@ -315,8 +327,15 @@ class ElementwiseKernel:
         return into
 
     def _to_output(self, y: asc.LocalTensor, result: asc.LocalTensor, count: int) -> None:
-        if self.out_dtype == self.cdt:
+        if self.out_dtype in (np.dtype(np.int64), np.dtype(np.bool_)) and result.dtype != \
+                self.out_dtype:
+            convert_out(y, result, count, round_up(count, self.lanes), self.wide)
+        elif self.out_dtype == result.dtype == np.dtype(np.int64):   # a copy, bit for bit
+            asc.adds(y.reinterpret(np.int32), result.reinterpret(np.int32), 0, 2 * count)
+        elif self.out_dtype == result.dtype:
             asc.adds(y, result, 0, count)
+        elif result.dtype == np.float16 and self.out_dtype == np.float32:   # a bool input
+            asc.cast(y, result, asc.RoundMode.CAST_NONE, count)
         else:
             asc.cast(y, result, getattr(asc.RoundMode, self.tiling.out_round), count)
 

@@ -183,7 +183,7 @@ BODIES: dict[str, Body] = {
     "Where": Body(_where, temps=1),
     "Cast": Body(None),
 }
-CAST_TYPES = FLOATS + ("int32",)
+CAST_TYPES = FLOATS + ("int32", "int64", "bool")
 TUNING_SPACE = TuningSpace(buffer_num=(1, 2, 4, 8), tile_div=(1, 2, 4), core_div=(1, 2))
 
 

@@ -33,6 +33,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .tiling import Tiling, largest_fit, split_units
+from .ub import abs_int, floor_div
 from .version import BUILT_FOR_RUNTIME
 
 TUNING_FIELDS = ("buffer_num", "tile_div", "block_dim")
@@ -475,8 +476,8 @@ def build_row_table(table: asc.LocalTensor, m: DimMap, tiling: RowMoveTiling, pe
     word = isz // tiling.lanes
     asc.create_vec_index(lane, 0, per_row)               # the lane within a row
     if tiling.lanes == 2:                                # element j = lane // 2, and the
-        _floor_div(x, lane, 2, flt, per_row)             # high word (+4) on odd lanes
-        _floor_div(lane, lane, 2, flt, per_row, keep=True)
+        floor_div(x, lane, 2, flt, per_row)             # high word (+4) on odd lanes
+        floor_div(lane, lane, 2, flt, per_row, keep=True)
         asc.muls(lane, lane, word, per_row)
     else:
         asc.adds(x, lane, 0, per_row)
@@ -484,17 +485,17 @@ def build_row_table(table: asc.LocalTensor, m: DimMap, tiling: RowMoveTiling, pe
     asc.adds(x, x, m.start, per_row)
     d = max(m.extent, 1)
     if m.fold == "wrap":                                 # x - d * floor(x / d)
-        _floor_div(x, x, d, flt, per_row, keep=True)
+        floor_div(x, x, d, flt, per_row, keep=True)
     elif m.fold == "reflect" and d > 1:                  # (d-1) - |(d-1) - |x||
         for _ in range(2):
-            _abs(x, inside, per_row)
+            abs_int(x, inside, per_row)
             asc.muls(x, x, -1, per_row)
             asc.adds(x, x, d - 1, per_row)
     elif m.fold == "constant":                           # 1 where x is outside [0, d)
         asc.maxs(inside, x, 0, per_row)
         asc.mins(inside, inside, d - 1, per_row)
         asc.sub(inside, x, inside, per_row)
-        _abs(inside, table, per_row)
+        abs_int(inside, table, per_row)
         asc.mins(inside, inside, 1, per_row)
     asc.maxs(x, x, 0, per_row)                           # lanes past the row, edge
     asc.mins(x, x, d - 1, per_row)
@@ -510,28 +511,6 @@ def build_row_table(table: asc.LocalTensor, m: DimMap, tiling: RowMoveTiling, pe
             asc.add(row, row, pad, per_row)
         if tiling.lanes == 2:
             asc.add(row, row, lane, per_row)
-
-
-def _abs(x: asc.LocalTensor, tmp: asc.LocalTensor, n: int) -> None:
-    """|x| for int32: max(x, -x)."""
-    asc.muls(tmp, x, -1, n)
-    asc.max(x, x, tmp, n)
-
-
-def _floor_div(dst: asc.LocalTensor, src: asc.LocalTensor, d: int, flt: asc.LocalTensor,
-               n: int, keep: bool = False) -> None:
-    """dst = floor(src / d) (with `keep`: src mod d) for int32 values of magnitude below
-    2^22, through float32, where floor((src + 0.5) / d) is exact."""
-    asc.cast(flt, src, asc.RoundMode.CAST_NONE, n)
-    asc.adds(flt, flt, 0.5, n)
-    asc.muls(flt, flt, 1.0 / d, n)
-    if not keep:
-        asc.cast(dst, flt, asc.RoundMode.CAST_FLOOR, n)
-        return
-    q = flt.reinterpret(np.int32)                        # src - d * floor(src / d)
-    asc.cast(q, flt, asc.RoundMode.CAST_FLOOR, n)
-    asc.muls(q, q, -d, n)
-    asc.add(dst, src, q, n)
 
 
 def make_kernel(name: str, kernel_class=RowMoveKernel):
