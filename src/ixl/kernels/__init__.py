@@ -5,7 +5,7 @@ fusion provider.
 """
 
 from . import (concat_split, elementwise_ops, expand_tile, fusion_provider, gather,  # noqa: F401
-               norm, pad, reduce, slice, transpose)  # (registration)
+               norm, pad, reduce, slice, sort, transpose)  # (registration)
 from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
 __all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]
