@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ascend import Mode
 from ..ascend.gm import GlobalTensor
 from ..ascend.observe import GmRole
-from . import log, tuning_cache
+from . import log, tiling_cache, tuning_cache
 from .context import KernelContext
 from .errors import KernelStartFailed
 from .record import RunRecord
@@ -41,7 +41,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     if in_descs is None:
         in_descs = [t and t.desc for t in inputs]
     try:
-        plan = entry.tiling(in_descs, [t.desc for t in outputs], attrs, chip, config)
+        plan = tiling_cache.plan(entry.tiling, entry.op, in_descs, [t.desc for t in outputs],
+                                 attrs, chip, config)
     except DoesNotFit as refused:
         if not chosen:
             raise
