@@ -2,13 +2,13 @@
 by node on a simulated Ascend chip: native kernels where ported, the shim elsewhere.
 
 A model is prepared once and runs any input shape (named dims within their declared ranges,
-if given). Preparation folds what depends on constants only (as an offline compiler does); at
-each call the host specialises the graph to the inputs' shapes, and to the values of inputs
-read only as shapes, axes or counts: the shape arithmetic a dynamic-shape export leaves
-(Shape, Size, Constant, ConstantOfShape, Range and the integer ops over their results) is
-evaluated there, never launched, and shows in the run's record as host work taking no device
-time. Specialisations are cached by those shapes and values, as the kernels' host tilings are
-(nixl.tiling_cache). Optional shape buckets pad named dims up to a multiple (zeros, for models
+if given). At each call the host specialises the graph to the inputs' shapes, and to the
+values of inputs read only as shapes, axes or counts, as an offline compiler does for one
+input shape: what depends on constants, shapes and those values (the shape arithmetic a
+dynamic-shape export leaves: Shape, Size, Constant, ConstantOfShape, Range and the integer ops
+over their results; weight transforms) is evaluated there, never launched, and shows in the
+run's record as host work taking no device time. Specialisations are cached by those shapes
+and values, as the kernels' host tilings are (nixl.tiling_cache). Optional shape buckets pad named dims up to a multiple (zeros, for models
 that mask padding, as an attention mask does) and crop the outputs' dims of the same names.
 """
 
@@ -27,7 +27,7 @@ from ..hixl.dtypes import name_of
 from ..nixl import GraphRecord, RunRecord, device, log
 from ..nixl.graph import Graph
 from .convert import Converted, convert
-from .passes import fold_constants, host_only_inputs, specialized
+from .passes import host_only_inputs, specialized
 
 SPECIALISATIONS = 64        # per prepared model ([U]: a bound on memory)
 
@@ -217,17 +217,13 @@ class IxlBackend(Backend):
     def prepare(cls, model, device: str = "CPU", chip: str = "910B1",
                 debug: bool | None = None, dim_ranges: dict | None = None,
                 buckets: dict | None = None, **kwargs: Any) -> IxlBackendRep:
-        """`model` is an onnx.ModelProto or the path of an .onnx file. What depends on
-        constants only folds here, once."""
+        """`model` is an onnx.ModelProto or the path of an .onnx file."""
         model = load_model(model)
         try:
             super().prepare(model, device, **kwargs)      # onnx.checker
         except onnx.checker.ValidationError as e:
             raise BadInput(f"the model is not valid ONNX: {e}") from None
-        converted = convert(model)
-        folded = fold_constants(converted.graph)
-        return IxlBackendRep(Converted(folded, converted.inputs, converted.outputs,
-                                       converted.opset), chip, debug, dim_ranges, buckets)
+        return IxlBackendRep(convert(model), chip, debug, dim_ranges, buckets)
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
