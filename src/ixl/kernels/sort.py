@@ -85,7 +85,8 @@ def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, fu
          chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
     """Chunks of the row (the whole row for a full sort), the largest that fits UB; rows
     over cores."""
-    config = (config or TuningConfig()).only(("block_dim",), "the sort kernels")
+    config = (config or TuningConfig()).only(("buffer_num", "tile_div", "block_dim"),
+                                             "the sort kernels")
     n = x.shape[axis]
     inner = math.prod(x.shape[axis + 1:])
     rows = math.prod(x.shape) // n if n else 0
@@ -96,14 +97,15 @@ def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, fu
         raise DoesNotFit(f"k = {k}: MrgSort keeps lists of at most {MAX_MERGE_LIST} pairs")
     isz = x.itemsize
     score = "float16" if x.dtype == "float16" else "float32"
-    chunk = round_up(max(min(n, FULL_SORT if full else TOPK_CHUNK), min(k, n), 1),
-                     SORT_REPEAT)
-    for in_buffers in (2, 1):
-        if ub_bytes(chunk, k, n, inner, isz, last_index, 2 if score == "float16" else 4,
-                    in_buffers, chip) <= chip.ub_bytes:
-            break
-    else:
-        raise DoesNotFit(f"a sort chunk of {chunk} elements does not fit in UB")
+    if full and config.divisor > 1:
+        raise DoesNotFit("a full sort takes whole rows: no tile_div")
+    most = FULL_SORT if full else TOPK_CHUNK // config.divisor
+    chunk = round_up(max(min(n, most), min(k, n), 1), SORT_REPEAT)
+    in_buffers = config.buffers
+    if ub_bytes(chunk, k, n, inner, isz, last_index, 2 if score == "float16" else 4,
+                in_buffers, chip) > chip.ub_bytes:
+        raise DoesNotFit(f"a sort chunk of {chunk} elements does not fit in UB at "
+                         f"{in_buffers} input buffers")
     block_dim, per_core = split_units(rows if k else 0, chip, config.block_dim)
     return LaunchPlan(block_dim, SortTiling(rows, n, inner, k, chunk, largest, last_index,
                                             values, in_buffers, per_core, x.dtype, score,
@@ -368,5 +370,5 @@ for _op, _tiling in (("TopK", _topk), ("Sort", _sort), ("ArgMax", _arg(True)),
                      ("ArgMin", _arg(False))):
     register_kernel(KernelEntry(op=_op, kernel=sort_kernel, tiling=_tiling, dtypes=FLOATS,
                                 built_for_runtime=BUILT_FOR_RUNTIME, declines=_declines,
-                                tuning_space=TuningSpace(buffer_num=(2,), tile_div=(1,),
+                                tuning_space=TuningSpace(buffer_num=(1, 2), tile_div=(1, 2),
                                                          core_div=(1, 2))))
