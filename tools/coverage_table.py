@@ -9,7 +9,14 @@ from ixl.hixl import all_ops
 from ixl.nixl import REGISTRY
 from ixl.nixl.views import VIEW_OPS
 from ixl.onnx import node_case_counts
+from ixl.onnx.passes import SHAPE_ONLY
 from ixl.onnx.translate import EXPANSIONS
+
+
+def on_the_host(schema) -> bool:
+    """An op a graph evaluates on the host: it reads only shapes, or only values the host
+    reads anyway (its inputs are all shapes, counts and bounds)."""
+    return schema.name in SHAPE_ONLY or set(schema.inputs) <= set(schema.host_inputs)
 
 
 def main() -> None:
@@ -21,7 +28,8 @@ def main() -> None:
         c = counts.get(name)
         cases = f"{c['passed']}/{c['total']}" if c else "-"
         dtypes = ", ".join(entry.dtypes) if entry else "-"
-        path = "native" if entry else "view (no copy)" if name in VIEW_OPS else "shim"
+        path = "native" if entry else "view (no copy)" if name in VIEW_OPS else \
+            "host in a graph, shim alone" if on_the_host(schema) else "shim"
         print(f"| {name} | {schema.tier} | {schema.family} | {path} | {dtypes} | {cases} |")
     for name in sorted(EXPANSIONS):       # ONNX ops the import expands into ixl ops
         c = counts.get(name)

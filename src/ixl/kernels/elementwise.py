@@ -118,7 +118,7 @@ def _budget(inputs, out: TensorDesc, cdt: str, steps, config: TuningConfig,
     queued = sum(to_numpy(p.dtype).itemsize for p in streamed if not p.once) + out.itemsize
     scratch = c_isz * _scratch_count(inputs, out.dtype, cdt, steps) \
         + sum(c_isz for p in streamed if p.once)
-    if needs_wide([p.dtype for p in inputs if p.dtype] + [out.dtype]):
+    if needs_wide([p.dtype for p in inputs if p.dtype], out.dtype):
         scratch += wide_casts.SCRATCH_BYTES
     staging = sum(to_numpy(p.dtype).itemsize + c_isz for p in streamed if p.once)
     return _Budget(queued, scratch, sum(p.scalar for p in inputs), staging, config.buffers)
@@ -247,7 +247,7 @@ class ElementwiseKernel:
         self.results = [self._scratch(cap) for _ in tiling.steps] if many else []
         self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in tiling.steps))]
         self.wide = WideScratch(self.pipe, cap) if needs_wide(
-            [p.dtype for p in tiling.inputs if p.dtype] + [tiling.out_dtype]) else None
+            [p.dtype for p in tiling.inputs if p.dtype], tiling.out_dtype) else None
         values = read_scalars(self.pipe, ctx.chip, {i: srcs[i] for i, p in
                                                     enumerate(tiling.inputs)
                                                     if p.scalar and srcs[i] is not None})

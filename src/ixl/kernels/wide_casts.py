@@ -31,9 +31,10 @@ TWO31 = float(2 ** 31)
 TWO63 = float(2 ** 63)
 
 
-def needs_wide(dtypes) -> bool:
-    """Whether a tile of these dtypes (inputs and output) converts through this module."""
-    return any(d in ("int64", "bool") for d in dtypes)
+def needs_wide(in_dtypes, out_dtype: str) -> bool:
+    """Whether a tile converts through this module: an int64 input, an int64 or bool output
+    (a bool input has its own Cast path, uint8 to float16)."""
+    return "int64" in in_dtypes or out_dtype in ("int64", "bool")
 
 
 # Scratch bytes per element of a tile: the words (8), two float32 temps (8), the interleave
