@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ixl.hixl import all_ops
+from ixl.hixl import DTYPES, all_ops
 from ixl.nixl import REGISTRY
 from ixl.nixl.views import VIEW_OPS
 from ixl.onnx import node_case_counts
@@ -27,7 +27,8 @@ def main() -> None:
         entry = REGISTRY.native(name)
         c = counts.get(name)
         cases = f"{c['passed']}/{c['total']}" if c else "-"
-        dtypes = ", ".join(entry.dtypes) if entry else "-"
+        dtypes = "-" if not entry else "every dtype" if set(entry.dtypes) == set(DTYPES) \
+            else ", ".join(entry.dtypes)
         path = "native" if entry else "view (no copy)" if name in VIEW_OPS else \
             "host in a graph, shim alone" if on_the_host(schema) else "shim"
         print(f"| {name} | {schema.tier} | {schema.family} | {path} | {dtypes} | {cases} |")

@@ -17,6 +17,7 @@ from ixl.ascend.errors import AicoreOutOfBound
 from ixl.hixl import get_op
 from ixl.profile.roofline import speed_of_light_us
 from ixl.verify.cases import iter_samples, run_case, sample_specs
+from tests.helpers import run_arrays
 
 MOVES = ("Gather", "GatherElements", "GatherND", "Transpose", "Concat", "Split", "Slice",
          "Expand", "Tile", "Pad")
@@ -35,19 +36,8 @@ def dev():
 
 def run(dev, op, arrays, **attrs):
     """Outputs of `op` on `arrays` (checked: native, and equal to the golden bit for bit)."""
-    ins = [None if a is None else dev.tensor(a) for a in arrays]
-    try:
-        outs = dev.run(op, *ins, **attrs)
-    finally:
-        for t in ins:
-            if t is not None:
-                t.free()
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    assert dev.last_profile.path == "native", dev.last_profile.reason
-    got = []
-    for o in outs:
-        got.append(o.numpy())
-        o.free()
+    got, record = run_arrays(dev, op, arrays, **attrs)
+    assert record.path == "native", record.reason
     for g, want in zip(got, get_op(op).reference(*arrays, **attrs)):
         assert g.dtype == want.dtype and g.shape == want.shape
         np.testing.assert_array_equal(g, want)
