@@ -135,7 +135,7 @@ def test_reduction_tiling_plans_or_declines(dev, data):
 MOVE_DTYPES = ["float16", "float32", "int64", "int32", "bool"]
 
 
-@_settings(120)
+@_settings(50)
 @given(data=st.data())
 def test_movement_tiling_plans_or_declines(dev, data):
     """Tier C's row moves, tiles and sorts over random shapes (long rows included), dtypes,
