@@ -162,6 +162,22 @@ def test_ordering_is_stable_with_ties(dev, data):
     run(dev, "ArgMin", [x], axis=axis, select_last_index=last, keepdims=0)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integers_order_exactly_over_their_whole_range(dev, dtype):
+    """Sort32 compares float scores: integers sort as 16-bit digit passes, exact."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    wide = rng.integers(info.min, info.max, (4, 37), dtype=dtype)
+    wide.reshape(-1)[:4] = [info.min, info.max, -1, 0]
+    ties = rng.integers(-2, 2, (37, 3)).astype(dtype)
+    for x, axis in ((wide, 1), (ties, 0)):
+        for largest in (0, 1):
+            run(dev, "TopK", [x, np.array([5], np.int64)], axis=axis, largest=largest)
+        run(dev, "Sort", [x], axis=axis, descending=1)
+        run(dev, "ArgMax", [x], axis=axis, select_last_index=1)
+        run(dev, "ArgMin", [x], axis=axis)
+
+
 def test_topk_of_a_long_row_keeps_a_running_best_k(dev):
     x = (np.random.default_rng(5).integers(-50, 50, (2, 9000)) / 4).astype(np.float32)
     run(dev, "TopK", [x, np.array([40], np.int64)], axis=-1)

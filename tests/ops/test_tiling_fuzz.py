@@ -143,7 +143,8 @@ def test_movement_tiling_plans_or_declines(dev, data):
     op = data.draw(st.sampled_from(["Transpose", "Slice", "Pad", "Tile", "Expand", "Concat",
                                     "Gather", "TopK", "ArgMax"]))
     dtype = data.draw(st.sampled_from(
-        ["float16", "bfloat16", "float32"] if op in ("TopK", "ArgMax") else MOVE_DTYPES))
+        ["float16", "bfloat16", "float32", "int32", "int64"] if op in ("TopK", "ArgMax")
+        else MOVE_DTYPES))
     shape = _shape(data, data.draw(st.integers(1, 4)))
     rank = len(shape)
     specs, attrs = [ArgSpec(shape, dtype)], {}

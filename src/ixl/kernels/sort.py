@@ -14,8 +14,10 @@ low words, indices in the high ones), spread one per UB block with Brcb, and wri
 DataCopyPad whose GM stride is the axis's: values in the input's type, indices as int64 (the
 index word and a zero word).
 
+Integers (int32, int64) sort exactly as passes over their 16-bit digits (RadixSortKernel).
+
 Limits: MrgSort takes lists of at most 4095 pairs, so a full Sort sorts rows of up to 4096
-elements (one chunk); TopK takes any row length for k up to 4095.
+elements (one chunk); TopK takes any row length for k up to 4095; integer rows are one chunk.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .tiling import Tiling, split_units
+from .ub import floor_div
 from .version import BUILT_FOR_RUNTIME
 
 FULL_SORT = 4096            # elements a full Sort takes in one chunk (4 lists of 1024 merge)
@@ -41,6 +44,8 @@ TOPK_CHUNK = 2048           # elements per chunk when only the best k are kept
 STRIDED_READ = 256          # elements per read of a strided row (a 32-byte block each)
 OUT_PIECE = 256             # results spread into blocks and written at a time
 MERGE_WAYS = 4
+DIGIT = 1 << 16                # an integer sorts as 16-bit digits, exact in float32 scores
+SECOND_WORDS = sum(1 << (8 * b + 1) for b in range(8))   # word 1 of each block of a repeat
 
 
 # ---------------------------------------------------------------- tiling data
@@ -60,13 +65,15 @@ class SortTiling(Tiling):
     dtype: str
     score_dtype: str        # float16 or float32
     config: TuningConfig
+    digits: int = 0         # integers: 16-bit digits sorted one pass each (0: float scores)
 
 
 # ---------------------------------------------------------------- host tiling
 
 def ub_bytes(chunk: int, k: int, length: int, inner: int, isz: int, last_index: bool,
-             score_isz: int, in_buffers: int, chip: ChipSpec) -> int:
-    """What SortKernel.__init__ allocates."""
+             score_isz: int, in_buffers: int, digits: int, chip: ChipSpec) -> int:
+    """What SortKernel.__init__ (and RadixSortKernel's) allocates."""
+    lanes = 2 if isz == 8 else 1
     read = min(STRIDED_READ, chunk) if inner > 1 else chunk
     total = in_buffers * read * (chip.block_bytes if inner > 1 else isz)
     total += 2 * 2 * OUT_PIECE * chip.block_bytes + 2 * chunk * PAIR_BYTES
@@ -75,9 +82,13 @@ def ub_bytes(chunk: int, k: int, length: int, inner: int, isz: int, last_index: 
     if inner > 1 or last_index or score_isz != isz:
         total += chunk * isz
     if last_index:
-        total += chunk * 4
+        total += chunk * lanes * 4
+    if lanes > 1:
+        total += chunk * lanes * 4
     if inner > 1:
-        total += read * 4
+        total += read * lanes * 4
+    if digits:
+        total += (digits + 3 + lanes) * chunk * 4 + OUT_PIECE * chip.block_bytes
     return total
 
 
@@ -97,22 +108,44 @@ def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, fu
         raise DoesNotFit(f"k = {k}: MrgSort keeps lists of at most {MAX_MERGE_LIST} pairs")
     isz = x.itemsize
     score = "float16" if x.dtype == "float16" else "float32"
-    if full and config.divisor > 1:
-        raise DoesNotFit("a full sort takes whole rows: no tile_div")
-    most = FULL_SORT if full else TOPK_CHUNK // config.divisor
+    digits = {"int32": 2, "int64": 4}.get(x.dtype, 0)
+    if (full or digits) and config.divisor > 1:
+        raise DoesNotFit("a full sort (and an integer one) takes whole rows: no tile_div")
+    if digits and n > FULL_SORT:
+        raise DoesNotFit(f"an integer row of {n} elements: its digit passes sort whole rows "
+                         f"of up to {FULL_SORT}")
+    most = FULL_SORT if full or digits else TOPK_CHUNK // config.divisor
     chunk = round_up(max(min(n, most), min(k, n), 1), SORT_REPEAT)
     in_buffers = config.buffers
     if ub_bytes(chunk, k, n, inner, isz, last_index, 2 if score == "float16" else 4,
-                in_buffers, chip) > chip.ub_bytes:
+                in_buffers, digits, chip) > chip.ub_bytes:
         raise DoesNotFit(f"a sort chunk of {chunk} elements does not fit in UB at "
                          f"{in_buffers} input buffers")
     block_dim, per_core = split_units(rows if k else 0, chip, config.block_dim)
     return LaunchPlan(block_dim, SortTiling(rows, n, inner, k, chunk, largest, last_index,
                                             values, in_buffers, per_core, x.dtype, score,
-                                            config))
+                                            config, digits))
 
 
 # ---------------------------------------------------------------- the device kernel
+
+def element_lanes(offs: asc.LocalTensor, n: int, lanes: int, step: int, first: int,
+                  flt) -> None:
+    """Gather offsets of n lanes, `lanes` per element: element j's lane h reads byte
+    first + j x step + 4h (`flt`: float32 scratch of n, for two lanes)."""
+    asc.create_vec_index(offs, 0, n)
+    if lanes == 1:
+        asc.muls(offs, offs, step, n)
+        asc.adds(offs, offs, first, n)
+        return
+    high = flt.reinterpret(np.int32)
+    floor_div(high, offs, 2, flt, n, keep=True)              # h = lane mod 2
+    asc.sub(offs, offs, high, n)                             # 2j
+    asc.muls(offs, offs, step // 2, n)                       # j x step
+    asc.muls(high, high, 4, n)
+    asc.add(offs, offs, high, n)
+    asc.adds(offs, offs, first, n)
+
 
 class SortKernel:
     def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
@@ -127,12 +160,12 @@ class SortKernel:
         c = tiling.chunk
         self.keep = min(tiling.k, c)
         self.strided = tiling.inner > 1
-        self.read = min(STRIDED_READ, c) if self.strided else c
+        self.read_size = min(STRIDED_READ, c) if self.strided else c
         isz = self.dtype.itemsize
         self.pipe = asc.TPipe()
         self.in_q = asc.TQue(asc.TPosition.VECIN)
         self.pipe.init_buffer(self.in_q, tiling.in_buffers,
-                              self.read * (self.chip.block_bytes if self.strided else isz))
+                              self.read_size * (self.chip.block_bytes if self.strided else isz))
         self.val_q, self.idx_q = asc.TQue(asc.TPosition.VECOUT), asc.TQue(asc.TPosition.VECOUT)
         for q in (self.val_q, self.idx_q):
             self.pipe.init_buffer(q, 2, OUT_PIECE * self.chip.block_bytes)
@@ -142,12 +175,18 @@ class SortKernel:
             if tiling.length > c else []
         staged = self.strided or tiling.last_index or self.dtype != self.sdt
         self.staging = self._buf(c * isz).reinterpret(self.dtype) if staged else None
-        self.offsets = self._buf(c * 4).reinterpret(np.uint32) if tiling.last_index else None
+        # Gather moves 16- and 32-bit lanes: an 8-byte element is two.
+        self.word = np.dtype(np.int32) if isz == 8 else self.dtype
+        self.lanes = isz // self.word.itemsize
+        lanes = c * self.lanes
+        self.offsets = self._buf(lanes * 4).reinterpret(np.uint32) if tiling.last_index \
+            else None
+        self.flt = self._buf(lanes * 4).reinterpret(np.float32) if self.lanes > 1 else None
         if self.strided:                     # element j of a strided read sits at block j
-            self.compact = self._buf(self.read * 4).reinterpret(np.uint32)
-            offs = self.compact.reinterpret(np.int32)
-            asc.create_vec_index(offs, 0, self.read)
-            asc.muls(offs, offs, self.chip.block_bytes, self.read)
+            n = self.read_size * self.lanes
+            self.compact = self._buf(n * 4).reinterpret(np.uint32)
+            element_lanes(self.compact.reinterpret(np.int32), n, self.lanes,
+                          self.chip.block_bytes, 0, self.flt)
 
     def _buf(self, nbytes: int) -> asc.LocalTensor:
         b = asc.TBuf()
@@ -181,14 +220,27 @@ class SortKernel:
         self.copy_out(row, best, length)
 
     def copy_in(self, row: int, c0: int, count: int) -> None:
-        """The chunk's elements as scores (pad: -inf): read (a strided row a block per element,
-        compacted with the vector Gather), reversed for the last index among ties, widened
-        (bfloat16), negated for an ascending order."""
-        tiling, isz = self.tiling, self.dtype.itemsize
+        """The chunk's elements as scores (pad: -inf): read, widened (bfloat16), negated for
+        an ascending order."""
+        data, x = self.read(row, c0, count)
         scores = self.b.reinterpret(self.sdt)
-        asc.duplicate(scores, -np.inf, tiling.chunk)
-        for r0 in range(0, count, self.read):
-            m = min(self.read, count - r0)
+        asc.duplicate(scores, -np.inf, self.tiling.chunk)
+        if self.dtype == self.sdt:
+            asc.adds(scores, data, 0.0, count)
+        else:
+            asc.cast(scores, data, asc.RoundMode.CAST_NONE, count)
+        if x is not None:
+            self.in_q.free_tensor(x)
+        if not self.tiling.largest:
+            asc.muls(scores, scores, -1.0, count)
+
+    def read(self, row: int, c0: int, count: int):
+        """The chunk's elements in the input's type: a strided row read a block per element
+        and compacted with the vector Gather, reversed for the last index among ties. Returns
+        them and the input-queue tensor to free once they are used (None: already free)."""
+        tiling, isz = self.tiling, self.dtype.itemsize
+        for r0 in range(0, count, self.read_size):
+            m = min(self.read_size, count - r0)
             src = self.x[self.origin(row) + (c0 + r0) * tiling.inner]
             x = self.in_q.alloc_tensor(self.dtype)
             if self.strided:
@@ -199,25 +251,19 @@ class SortKernel:
             self.in_q.enque(x)
             x = self.in_q.deque()
             if self.strided:                 # element j sits at block j
-                asc.gather(self.staging[r0], x, self.compact, 0, m)
+                asc.gather(self.staging.reinterpret(self.word)[r0 * self.lanes],
+                           x.reinterpret(self.word), self.compact, 0, m * self.lanes)
                 self.in_q.free_tensor(x)
         data = self.staging if self.strided else x
         if tiling.last_index:                # position p <- element count - 1 - p
+            lanes = count * self.lanes
             offs = self.offsets.reinterpret(np.int32)
-            asc.create_vec_index(offs, 0, count)
-            asc.muls(offs, offs, -isz, count)
-            asc.adds(offs, offs, (count - 1) * isz, count)
+            element_lanes(offs, lanes, self.lanes, -isz, (count - 1) * isz, self.flt)
             turned = self.a.reinterpret(self.dtype) if self.strided else self.staging
-            asc.gather(turned, data, self.offsets, 0, count)
+            asc.gather(turned.reinterpret(self.word), data.reinterpret(self.word),
+                       self.offsets, 0, lanes)
             data = turned
-        if self.dtype == self.sdt:
-            asc.adds(scores, data, 0.0, count)
-        else:
-            asc.cast(scores, data, asc.RoundMode.CAST_NONE, count)
-        if not self.strided:
-            self.in_q.free_tensor(x)
-        if not tiling.largest:
-            asc.muls(scores, scores, -1.0, count)
+        return data, (None if self.strided else x)
 
     def compute_chunk(self, c0: int, count: int) -> tuple[asc.LocalTensor, int]:
         """Sort32 into lists of 32, then four-way merges cut to k: the chunk's sorted list."""
@@ -226,12 +272,7 @@ class SortKernel:
         size = round_up(count, SORT_REPEAT)
         scores = self.b.reinterpret(self.sdt)
         index = self.b[c * 4].reinterpret(np.int32)          # after c float32 scores
-        if tiling.last_index:
-            asc.create_vec_index(index, 0, size)
-            asc.muls(index, index, -1, size)
-            asc.adds(index, index, c0 + count - 1, size)
-        else:
-            asc.create_vec_index(index, c0, size)
+        self.positions(index, c0, count, size)
         repeats = size // SORT_REPEAT
         for r in range(0, repeats, self.chip.max_repeat):
             todo = min(self.chip.max_repeat, repeats - r)
@@ -258,6 +299,16 @@ class SortKernel:
             src, dst = dst, src
             stride *= MERGE_WAYS
         return src[lists[0][0] * PAIR_BYTES], min(lists[0][1], self.keep)
+
+    def positions(self, index: asc.LocalTensor, c0: int, count: int, size: int) -> None:
+        """The index each chunk position carries: c0 + p, or from the chunk's end when the row
+        is read reversed."""
+        if self.tiling.last_index:
+            asc.create_vec_index(index, 0, size)
+            asc.muls(index, index, -1, size)
+            asc.adds(index, index, c0 + count - 1, size)
+        else:
+            asc.create_vec_index(index, c0, size)
 
     def _merge(self, dst, sources, lengths) -> None:
         asc.mrg_sort(dst, sources, [min(m, self.keep) for m in lengths], self.sdt)
@@ -300,15 +351,23 @@ class SortKernel:
                 self._write_values(scores[p0], base + p0 * tiling.inner, m)
             self._write_indices(index[p0], base + p0 * tiling.inner, m)
 
-    def _write_values(self, scores: asc.LocalTensor, at: int, m: int) -> None:
+    def _write_values(self, scores: asc.LocalTensor, at: int, m: int,
+                      high: asc.LocalTensor | None = None) -> None:
+        """Values spread a block each (an int64's high word, `high`, into each block's second
+        word) and written with the axis's stride."""
         tiling, isz = self.tiling, self.dtype.itemsize
         y = self.val_q.alloc_tensor(self.dtype)
         word = np.int16 if isz == 2 else np.int32
-        if self.dtype != self.sdt:                          # bfloat16: narrowed, then spread
+        if self.dtype != self.sdt and isz == 2:             # bfloat16: narrowed, then spread
             narrow = self.staging
             asc.cast(narrow, scores, asc.RoundMode.CAST_RINT, m)
             scores = narrow
-        asc.brcb(y.reinterpret(word), scores.reinterpret(word), ceil_div(m, 8))
+        repeats = ceil_div(m, 8)
+        asc.brcb(y.reinterpret(word), scores.reinterpret(word), repeats)
+        if high is not None:
+            asc.brcb(self.high_blocks, high, repeats)
+            asc.adds(y.reinterpret(np.int32), self.high_blocks, 0, (SECOND_WORDS, 0), repeats,
+                     asc.UnaryRepeatParams())
         self.val_q.enque(y)
         y = self.val_q.deque()
         asc.data_copy_pad(self.values_gm[at], y, asc.DataCopyExtParams(
@@ -321,8 +380,7 @@ class SortKernel:
         y = self.idx_q.alloc_tensor(np.int32)
         repeats = ceil_div(m, 8)
         asc.brcb(y, index, repeats)
-        second_words = sum(1 << (8 * b + 1) for b in range(8))
-        asc.duplicate(y, 0, (second_words, 0), repeats, 1, 8)
+        asc.duplicate(y, 0, (SECOND_WORDS, 0), repeats, 1, 8)
         self.idx_q.enque(y)
         y = self.idx_q.deque()
         asc.data_copy_pad(self.indices_gm[at], y.reinterpret(np.int64), asc.DataCopyExtParams(
@@ -330,11 +388,130 @@ class SortKernel:
         self.idx_q.free_tensor(y)
 
 
+class RadixSortKernel(SortKernel):
+    """Integers (int32, int64), exactly: Sort32 compares float scores, so the row sorts as
+    passes over its 16-bit digits, lowest first (the value is sum d_i 2^(16 i), the top digit
+    signed), each pass a stable Sort32/MrgSort of one digit as float32 scores; the row's
+    positions, and the digits still to come, follow each pass's order (vector Gather). The
+    last pass keeps k. Rows are one chunk."""
+
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
+        super().__init__(ctx, x, outs)
+        c, digits = self.tiling.chunk, self.tiling.digits
+        self.digit_rows = self._buf(digits * c * 4).reinterpret(np.float32)
+        self.pos, self.order, self.spare = (self._buf(c * 4).reinterpret(np.int32)
+                                            for _ in range(3))
+        self.row_words = self._buf(c * self.lanes * 4).reinterpret(np.int32)
+        self.high_blocks = self._buf(OUT_PIECE * self.chip.block_bytes).reinterpret(np.int32)
+
+    def positions(self, index: asc.LocalTensor, c0: int, count: int, size: int) -> None:
+        asc.create_vec_index(index, 0, size)                # places in the current order
+
+    def sort_row(self, row: int) -> None:
+        tiling = self.tiling
+        n, c = tiling.length, tiling.chunk
+        data, x = self.read(row, 0, n)
+        asc.adds(self.row_words, data.reinterpret(np.int32), 0, n * self.lanes)
+        if x is not None:
+            self.in_q.free_tensor(x)
+        digits = self.split_digits(n)
+        asc.create_vec_index(self.pos, 0, n)
+        scores = self.b.reinterpret(np.float32)
+        for p, digit in enumerate(digits):
+            last = p == len(digits) - 1
+            self.keep = tiling.k if last else n
+            asc.duplicate(scores, -np.inf, c)
+            asc.muls(scores, digit, 1.0 if tiling.largest else -1.0, n)
+            best, size = self.compute_chunk(0, n)
+            asc.gather_mask(self.order, best.reinterpret(np.int32), 2, 2 * size)
+            asc.muls(self.order, self.order, 4, size)       # byte offsets of the new order
+            for t in [self.pos] + ([] if last else digits[p + 1:]):
+                moved = self.spare.reinterpret(t.dtype)
+                asc.gather(moved, t, self.order.reinterpret(np.uint32), 0, size)
+                asc.adds(t, moved, 0, size)
+        self.write_row(row, n)
+
+    def split_digits(self, n: int) -> list[asc.LocalTensor]:
+        """The row's 16-bit digits as float32, lowest first: an int32's unsigned low digit and
+        signed high one; an int64's words give four (the low word's high digit unsigned)."""
+        c = self.tiling.chunk
+        d = [self.digit_rows[i * c] for i in range(self.tiling.digits)]
+        if self.lanes == 1:
+            self._split16(self.row_words, d[0], d[1], n)
+            return d
+        low, high = d[2].reinterpret(np.int32), d[3].reinterpret(np.int32)
+        asc.gather_mask(low, self.row_words, 1, 2 * n)
+        asc.gather_mask(high, self.row_words, 2, 2 * n)
+        self._split16(low, d[0], d[1], n)
+        unsigned = self.spare.reinterpret(np.float32)       # d1 += 2^16 where negative
+        asc.muls(unsigned, d[1], -1.0, n)
+        asc.maxs(unsigned, unsigned, 0.0, n)
+        asc.mins(unsigned, unsigned, 1.0, n)
+        asc.muls(unsigned, unsigned, float(DIGIT), n)
+        asc.add(d[1], d[1], unsigned, n)
+        self._split16(high, d[2], d[3], n)
+        return d
+
+    def _split16(self, w: asc.LocalTensor, low: asc.LocalTensor, high: asc.LocalTensor,
+                 n: int) -> None:
+        """w = high x 2^16 + low with low in [0, 2^16), exactly: q = floor(w / 2^16) through
+        float32 (it may be one off where w rounds), r = w - q x 2^16 in int32 (wrapping), then
+        q and r corrected by one where r left [0, 2^16). `high` may be `w`'s memory."""
+        t = self.spare.reinterpret(np.float32)
+        q, r = self.pos, self.order
+        asc.cast(t, w, asc.RoundMode.CAST_RINT, n)
+        asc.muls(t, t, 1.0 / DIGIT, n)
+        asc.cast(q, t, asc.RoundMode.CAST_FLOOR, n)
+        asc.muls(r, q, -DIGIT, n)
+        asc.add(r, r, w, n)
+        asc.cast(low, r, asc.RoundMode.CAST_RINT, n)         # exact: |r| < 2^17
+        asc.muls(t, low, -1.0, n)                            # 1 where r < 0
+        asc.maxs(t, t, 0.0, n)
+        asc.mins(t, t, 1.0, n)
+        asc.adds(high, low, -(DIGIT - 1.0), n)               # 1 where r >= 2^16
+        asc.maxs(high, high, 0.0, n)
+        asc.mins(high, high, 1.0, n)
+        asc.sub(high, high, t, n)                            # the correction of q
+        asc.muls(t, high, -float(DIGIT), n)
+        asc.add(low, low, t, n)
+        asc.cast(t, q, asc.RoundMode.CAST_RINT, n)
+        asc.add(high, high, t, n)
+
+    def write_row(self, row: int, n: int) -> None:
+        """The first k positions: their indices, and their values gathered from the row."""
+        tiling = self.tiling
+        k = tiling.k
+        index, offs = self.order, self.spare
+        if tiling.last_index:                                # the row was read reversed
+            asc.muls(index, self.pos, -1, k)
+            asc.adds(index, index, n - 1, k)
+        else:
+            asc.adds(index, self.pos, 0, k)
+        values = high = None
+        if tiling.values:
+            c = tiling.chunk
+            values = self.digit_rows.reinterpret(np.int32)
+            asc.muls(offs, self.pos, self.dtype.itemsize, k)
+            asc.gather(values, self.row_words, offs.reinterpret(np.uint32), 0, k)
+            if self.lanes == 2:
+                high = values[c]
+                asc.adds(offs, offs, 4, k)
+                asc.gather(high, self.row_words, offs.reinterpret(np.uint32), 0, k)
+        base = row // tiling.inner * k * tiling.inner + row % tiling.inner
+        for p0 in range(0, k, OUT_PIECE):
+            m = min(OUT_PIECE, k - p0)
+            if values is not None:
+                self._write_values(values[p0], base + p0 * tiling.inner, m,
+                                   None if high is None else high[p0])
+            self._write_indices(index[p0], base + p0 * tiling.inner, m)
+
+
 def sort_kernel(ctx: KernelContext, x: asc.GlobalTensor, *rest) -> None:
     """Inputs: x (and TopK's k, read by the host); outputs: values (not for ArgMax/ArgMin)
     and indices."""
     n_out = 2 if ctx.tiling.values else 1
-    SortKernel(ctx, x, rest[-n_out:]).process()
+    kernel_class = RadixSortKernel if ctx.tiling.digits else SortKernel
+    kernel_class(ctx, x, rest[-n_out:]).process()
 
 
 # ---------------------------------------------------------------- registration
@@ -368,7 +545,8 @@ def _declines(in_descs, attrs) -> str | None:
 
 for _op, _tiling in (("TopK", _topk), ("Sort", _sort), ("ArgMax", _arg(True)),
                      ("ArgMin", _arg(False))):
-    register_kernel(KernelEntry(op=_op, kernel=sort_kernel, tiling=_tiling, dtypes=FLOATS,
+    register_kernel(KernelEntry(op=_op, kernel=sort_kernel, tiling=_tiling,
+                                dtypes=FLOATS + ("int32", "int64"),
                                 built_for_runtime=BUILT_FOR_RUNTIME, declines=_declines,
                                 tuning_space=TuningSpace(buffer_num=(1, 2), tile_div=(1, 2),
                                                          core_div=(1, 2))))
