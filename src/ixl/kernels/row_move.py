@@ -8,7 +8,7 @@ coordinate to a source coordinate (`DimMap`: affine with a start and a step, or 
 folds), and a row of `width` elements. A row either copies `width` contiguous source elements,
 or, when the last axis itself is remapped (a step, a pad, a repeat on the last dim), reads the
 whole source row and picks its elements with the vector unit's Gather through an offset table
-built once per core (`RowMap`).
+built once per core (the part's `row_map`).
 
 Per tile (rows that fit UB at the configured buffer count): copy_in finds each row's source
 (scalar code over the tiling data, or an index read from UB for Gather) and moves runs of rows
