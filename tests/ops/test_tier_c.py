@@ -90,6 +90,13 @@ def test_every_permutation(dev, shape, dtype):
         run(dev, "Transpose", [x], perm=list(perm))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_])
+def test_every_permutation_of_other_widths_moves_rows_of_one_element(dev, dtype):
+    x = np.random.default_rng(2).integers(0, 2, (3, 5, 7)).astype(dtype)
+    for perm in itertools.permutations(range(3)):
+        run(dev, "Transpose", [x], perm=list(perm))
+
+
 def test_a_transpose_keeping_the_last_dim_is_row_moves_and_one_moving_it_uses_tiles(dev):
     x = np.arange(128 * 12 * 32, dtype=np.float32).reshape(1, 128, 12, 32)
     run(dev, "Transpose", [x], perm=[0, 2, 1, 3])

@@ -4,7 +4,8 @@ The permutation is first simplified: size-1 dims dropped, dims that stay neighbo
 order merged. When the last dim stays last, every output row is a contiguous run of the input:
 the row-move template (strided DataCopyPads only). Otherwise the input's last dim moves and the
 output's last dim comes from another input dim `a`: the kernel below moves (a, last) tiles of
-every batch (the other dims) through the vector unit's TransDataTo5HD.
+every batch (the other dims) through the vector unit's TransDataTo5HD (b16 and b32; elements of
+other widths move as rows of one element on the row-move template, slower but exact).
 
 Per tile: copy_in reads Ta rows of the a dim, each Tb contiguous elements of the last dim (one
 strided DataCopyPad; rows padded to 16 in UB, the 16 x 16 (b16) or 16 x 8 (b32) blocks the
@@ -21,8 +22,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
-
-import numpy as np
 
 from ..ascend import lang as asc
 from ..ascend.chips import ChipSpec
@@ -89,10 +88,7 @@ def tile_plan(shape: tuple, perm: tuple, dtype: str, chip: ChipSpec,
     """Tiles of 512 bytes a side where the dims allow, shrunk until the input tile (double
     buffered if it fits twice, else once) and two output chunks fit UB."""
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the transpose kernel")
-    isz = to_numpy(dtype).itemsize
-    if isz not in (2, 4):
-        raise DoesNotFit(f"a transpose of the last dim with {isz}-byte elements: "
-                         f"TransDataTo5HD takes b16 and b32")
+    isz = to_numpy(dtype).itemsize                 # 2 or 4: what TransDataTo5HD takes
     rank = len(shape)
     a = perm[-1]
     in_strides = [math.prod(shape[i + 1:]) for i in range(rank)]
@@ -244,7 +240,8 @@ def _tiling(ins, outs, attrs, chip, config):
     rank = len(x.shape)
     perm = tuple(reversed(range(rank))) if attrs["perm"] is None else tuple(attrs["perm"])
     shape, sperm = simplified(x.shape, perm)
-    if not shape or 0 in x.shape or sperm[-1] == len(shape) - 1:
+    tiles = x.itemsize in (2, 4)         # TransDataTo5HD takes b16 and b32
+    if not shape or 0 in x.shape or sperm[-1] == len(shape) - 1 or not tiles:
         src_strides = tuple(x.strides[p] for p in perm)
         part = grid_part(0, 1, out.shape, src_strides, out.strides,
                          (DimMap(),) * len(out.shape))
