@@ -4,8 +4,9 @@ Only the registry's loader imports this package; importing it registers every ke
 fusion provider.
 """
 
-from . import (channel_norm, elementwise_ops, fusion_provider, matmul, norm,  # noqa: F401
-               pool, reduce, resize, transdata)  # (registration)
+from . import (channel_norm, concat_split, elementwise_ops, expand_tile,  # noqa: F401
+               fusion_provider, gather, matmul, norm, pad, pool, reduce, resize, slice,
+               sort, transdata, transpose)  # (registration)
 from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
 __all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]
