@@ -15,8 +15,11 @@ from rich.table import Table
 
 from . import explain as explain_mod
 from . import files, versions
-from .ascend import CHIPS, ChipError, UnknownChipError
+from .ascend import CHIPS, ChipError, UnknownChipError, get_chip
 from .console import err, out, progress
+from .executor import ERROR, FAILED, one_line
+from .executor.display import print_summary
+from .executor.options import add_sweep_options, run_from_args
 from .hixl import ArgSpec, BadInput, HixlError, all_ops, get_op
 from .hixl.dtypes import to_numpy
 from .nixl import REGISTRY, NixlError, device, environment, log
@@ -26,7 +29,8 @@ from .models.minilm import ModelUnavailable
 from .onnx.cli import add_parser as add_onnx_parser
 from .onnx.translate import UnsupportedOnnx
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
-from .verify import CaseResult, host_bytes, run_case, verify_op_cases
+from .verify import CaseResult, host_bytes, run_case
+from .verify.sweep import verify_sweep
 
 # ixl's own errors: what the user asked for is wrong, and the message says what is allowed.
 KNOWN_ERRORS = (HixlError, NixlError, ChipError, UnknownChipError, ModelUnavailable,
@@ -298,35 +302,35 @@ def _run_timing_only(args, dev, schema, specs, attrs, shapes) -> int:
 
 def cmd_verify(args) -> int:
     ops = [get_op(args.op).name] if args.op else None
-    dev = device(args.chip, debug=not args.release)
-    try:
-        if args.json:
-            results = verify_op_cases(dev, ops, seed=args.seed)
-        else:
-            with progress("verifying") as update:
-                results = verify_op_cases(
-                    dev, ops, seed=args.seed, progress=lambda i, n, r: update(
-                        completed=i, total=n, description=f"{r.op} {r.note[:30]} {r.dtype}"))
-    finally:
-        dev.close()
-    failed = [r for r in results if not r.ok]
+    chip = get_chip(args.chip).name
+    sweep = verify_sweep(ops, chip, debug=not args.release, seed=args.seed)
+    report = run_from_args(args, sweep, "verifying",
+                           label=lambda task: f"{task.op} {task.note[:30]} {task.dtype}")
+    cases = [(task, report.by_id[task.id]) for task in sweep.tasks if task.id in report.by_id]
     if args.json:
-        _emit_json([r.to_json() for r in results])
-        return 1 if failed else 0
-    table = Table(title=f"sample cases on {dev.chip.name} ({'release' if args.release else 'debug'} mode)")
+        _emit_json([task.row(outcome) for task, outcome in cases])
+        return 0 if report.all_ok else 1
+    table = Table(title=f"sample cases on {chip} ({'release' if args.release else 'debug'} mode)")
     for col in ("op", "case", "dtype", "shapes", "path", "status", "max abs err", "max rel err"):
         table.add_column(col)
-    for r in results:
-        status = "[green]pass[/]" if r.ok else "[red]FAIL[/]"
-        table.add_row(r.op, r.note, r.dtype, " ".join("-" if s is None else str(list(s))
-                                                       for s in r.shapes), r.path,
-                      status, f"{r.worst('max_abs_err'):.3g}", f"{r.worst('max_rel_err'):.3g}")
+    for task, outcome in cases:
+        r = task.row(outcome)
+        if outcome.status == ERROR:
+            table.add_row(r["op"], r["case"], r["dtype"], "-", "-", "[red]ERROR[/]", "-", "-")
+            continue
+        status = "[green]pass[/]" if outcome.ok else "[red]FAIL[/]"
+        table.add_row(r["op"], r["case"], r["dtype"], " ".join("-" if s is None else str(s)
+                                                               for s in r["shapes"]),
+                      r["path"], status, f"{r['max_abs_err']:.3g}", f"{r['max_rel_err']:.3g}")
     out.print(table)
-    out.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    for r in failed:
-        out.print(f"[red]FAIL[/] {r.op} {r.note} {r.dtype}: "
-                  + "; ".join(c.summary() for c in r.comparisons if not c.ok))
-    return 1 if failed else 0
+    failed = [(task, outcome) for task, outcome in cases if not outcome.ok]
+    out.print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
+    for task, outcome in failed:
+        if outcome.status == FAILED:
+            out.print(f"[red]FAIL[/] {task.op} {task.note} {task.dtype}: "
+                      + "; ".join(outcome.result["failures"]))
+    print_summary(report)
+    return 0 if report.all_ok else 1
 
 
 # ---------------------------------------------------------------- tune
@@ -473,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--release", action="store_true", help="release mode instead of debug")
     s.add_argument("--json", action="store_true")
+    add_sweep_options(s)
     s.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("tune", help="sweep buffers, tile and cores; print the tuning ladder")
@@ -522,10 +527,6 @@ def check_outputs(args) -> None:
         from .nixl import tuning_cache
         files.check_output_file("--save (the tuning cache, IXL_TUNING_CACHE)",
                                 tuning_cache.cache_path(), make_parents=True)
-
-
-def one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,8 +15,9 @@ import re
 
 import pytest
 
+from ixl.executor import ProcessPool
 from ixl.onnx.node_cases import (backend_test_cases, count, debug_backend, node_case_counts,
-                                 node_cases)
+                                 node_cases, run_cases)
 from ixl.onnx.translate import NOT_ONNX
 from ixl.hixl import all_ops
 
@@ -67,3 +68,13 @@ def test_recorded_counts_match_the_cases_and_the_xfail_table():
     the listed ones. Regenerate it with `python -m ixl.onnx.node_cases`."""
     expected = count({case: xfail_reason(case) is None for case in node_cases()})
     assert node_case_counts() == expected
+
+
+def test_the_runner_gives_the_same_verdicts_in_a_process_pool():
+    """`python -m ixl.onnx.refresh_counts` runs the cases as a sweep: on two worker processes a
+    few of them (passing and expected to fail) get the verdicts they get here, which are the
+    xfail table's."""
+    names = [n for n in node_cases() if n.startswith(("test_add", "test_softmax_axis_0"))]
+    here = run_cases(names=names)
+    assert here == {name: xfail_reason(name) is None for name in names}
+    assert run_cases(ProcessPool(2), names) == here

@@ -20,6 +20,26 @@ def dev():
     assert d.close() == []
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,k,n", [(1, 7, 3), (1, 64, 40), (1, 576, 192), (16, 16, 16),
+                                   (33, 70, 129), (300, 200, 500), (128, 1200, 64)])
+def test_matmul_runs_natively_on_the_cube(dev, m, k, n, dtype):
+    """One-row products included: their Mmad must not run as a GEMV over ZZ fractals."""
+    rng = np.random.default_rng(0)
+    a_host, b_host = (rng.uniform(-1, 1, s).astype(ixl.hixl.to_numpy(dtype))
+                      for s in ((m, k), (k, n)))
+    a, b = dev.tensor(a_host), dev.tensor(b_host)
+    y = dev.run("MatMul", a, b)
+    rec = dev.last_profile
+    assert rec.path == "native" and rec.launch.kind.value == "cube"
+    want = a_host.astype(np.float32) @ b_host.astype(np.float32)
+    ulp = 2.0 ** -(10 if dtype == "float16" else 7)
+    np.testing.assert_allclose(y.numpy().astype(np.float32), want, rtol=2 * ulp,
+                               atol=2 * ulp * np.sqrt(k))
+    for t in (a, b, y):
+        t.free()
+
+
 def test_ixl_run_profiles_a_cube_kernel_with_aic_metrics(capsys, tmp_path):
     trace = tmp_path / "t.json"
     assert main(["run", "MatMul", "--shape", "256,384", "--shape", "384,512", "--dtype",

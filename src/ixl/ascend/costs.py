@@ -24,8 +24,9 @@ VECTOR_CLASS = {
     "whole_reduce_sum": "reduce", "whole_reduce_max": "reduce", "whole_reduce_min": "reduce",
     # ReduceDataBlock (block_reduce_*): 128/7 per cycle in 16-bit, 64 in 32-bit [VECPERF].
     "block_reduce_16": "reduce", "block_reduce_32": "simple",
-    # TransDataTo5HD: 128 16-bit elements per cycle [VPERF], the simple ops' rate.
-    "trans_data_to_5hd": "simple",
+    # Moving elements inside UB (vector_datamove.py, vector_sort.py).
+    "gather": "gather", "gather_mask": "gather_mask", "transpose": "transpose", "sort": "sort",
+    "create_vec_index": "simple",         # not in [VECPERF]: the simple-op rate, assumed [U]
 }
 
 

@@ -313,6 +313,9 @@ class MatmulKernel:
         a2, b2 = self.a2.deque(), self.b2.deque()
         if not first and ceil_div(bm, FRACTAL) * ceil_div(bn, FRACTAL) < SMALL_MMAD:
             asc.pipe_barrier(asc.Pipe.M)
+        # A tile of one row still has A in ZZ fractals: an Mmad of m = 1 would run as a GEMV
+        # reading A as a 1 x K ND vector [GEMV], so it runs as m = 2 (the same cycles) over
+        # A's padding, and the Fixpipe takes row 0 of C.
         params = asc.MmadParams(m=max(bm, 2), n=bn, k=bk, cmatrix_init_val=first,
                                 unit_flag=3 if last else 2,
                                 k_direction_align=self.shape.trans_a and self.c0 == 8)

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..ascend import CHIPS
 from ..console import out
+from ..executor.options import add_sweep_options, refuse_sweep_options
 from ..files import save_npy
 from ..hixl import BadInput
 from ..nixl import GraphRecord
@@ -22,8 +23,12 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("model", help="run a real model on the simulated chip")
     sub = parser.add_subparsers(dest="model_command", required=True)
     run = sub.add_parser("minilm", help="all-MiniLM-L6-v2 sentence embeddings (n, 384)")
-    run.add_argument("--text", action="append", required=True,
-                     help="a sentence to embed; once per sentence")
+    texts = run.add_mutually_exclusive_group(required=True)
+    texts.add_argument("--text", action="append",
+                       help="a sentence to embed; once per sentence")
+    texts.add_argument("--file", metavar="SENTENCES.txt",
+                       help="embed every line of a UTF-8 file, as a sweep (--workers, --ray, "
+                            "--results, --resume)")
     run.add_argument("--out", metavar="FILE.npy", help="write the embeddings (n, 384) float32 "
                      "(.npy is appended to a name without it, and the written path reported)")
     run.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
@@ -34,6 +39,7 @@ def add_parser(subparsers) -> None:
     run.add_argument("--profile", action="store_true",
                      help="also list every launch of the first text: nodes, path, time")
     run.add_argument("--json", action="store_true", help="print one JSON document instead")
+    add_sweep_options(run)
     run.set_defaults(func=cmd_minilm)
     from .smollm2_cli import add_parser as add_smollm2     # it builds on this module's tables
     add_smollm2(sub)
@@ -74,6 +80,10 @@ def check_texts(texts: list[str]) -> None:
 
 
 def cmd_minilm(args) -> int:
+    if args.file:
+        from .evaluate import cmd_minilm_file
+        return cmd_minilm_file(args)
+    refuse_sweep_options(args, "--file")
     check_texts(args.text)
     model = MiniLM(args.chip, args.dtype)
     fuse = not args.no_fuse

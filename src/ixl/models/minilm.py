@@ -151,14 +151,16 @@ class MiniLM:
         (hidden,) = rep.run(encoded.feeds, fuse=fuse, timing_only=timing_only)
         return hidden[0], rep.last_graph
 
+    def embed_one(self, text: str, fuse: bool = True
+                  ) -> tuple[np.ndarray, Encoded, GraphRecord]:
+        """One text's embedding (384,), its tokens and the run's record."""
+        encoded = self.encode(text)
+        hidden, record = self.run(encoded, fuse)
+        return self.pooling(hidden, encoded.mask), encoded, record
+
     def embed(self, texts: list[str], fuse: bool = True) -> Embeddings:
-        encoded = [self.encode(t) for t in texts]
-        vectors, records = [], []
-        for enc in encoded:
-            hidden, record = self.run(enc, fuse)
-            vectors.append(self.pooling(hidden, enc.mask))
-            records.append(record)
-        return Embeddings(np.stack(vectors).astype(np.float32), encoded, records)
+        vectors, encoded, records = zip(*(self.embed_one(t, fuse) for t in texts))
+        return Embeddings(np.stack(vectors).astype(np.float32), list(encoded), list(records))
 
     def modeled_us(self, encoded: list[Encoded], fuse: bool) -> float:
         """Total modeled time of running `encoded` (timing only: the chip model's time does

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import log, tuning_cache
+from . import log, tiling_cache, tuning_cache
 from .backend import GmRole, Mode
 from .context import KernelContext
 from .errors import KernelStartFailed
@@ -39,7 +39,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     if in_descs is None:
         in_descs = [t and t.desc for t in inputs]
     try:
-        plan = entry.tiling(in_descs, [t.desc for t in outputs], attrs, chip, config)
+        plan = tiling_cache.plan(entry.tiling, entry.op, in_descs, [t.desc for t in outputs],
+                                 attrs, chip, config)
     except DoesNotFit as refused:
         if not chosen:
             raise
@@ -59,7 +60,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     try:
         ws = (backend.window(workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
                              "workspace") if workspace else None)
-        names = entry.arg_names or [*entry.schema.input_names(len(inputs)), *entry.schema.outputs]
+        names = entry.arg_names or [*entry.schema.input_names(len(inputs)),
+                                     *entry.schema.output_names(len(outputs))]
         tensors = [t and backend.window(t.addr, t.desc.np_dtype, t.desc.storage_size, n)
                    for t, n in zip((*inputs, *outputs), names)]
         log.launch(entry.op, name, chip.name,

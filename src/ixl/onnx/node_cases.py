@@ -15,11 +15,13 @@ import functools
 import json
 import re
 import unittest
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import onnx
 
+from ..executor import Sweep, one_line, run_sweep, worker_local
 from ..hixl import all_ops
 from .translate import EXPANSIONS, NOT_ONNX
 
@@ -90,15 +92,45 @@ def debug_backend():
     return DebugIxlBackend
 
 
-def run_cases() -> dict[str, bool]:
-    """Run every case through IxlBackend in debug mode: case name -> passed."""
-    results = {}
-    for cls in backend_test_cases(debug_backend(), __name__).values():
-        for name in [n for n in vars(cls) if n.startswith("test_")]:
-            outcome = unittest.TestResult()
-            cls(name).run(outcome)
-            results[name.removesuffix("_cpu")] = outcome.wasSuccessful() and not outcome.skipped
-    return results
+@dataclass(frozen=True)
+class NodeCase:
+    """One ONNX node case through IxlBackend in debug mode, as a sweep task: passed, or failed
+    with the assertion that stopped it (an exception of the backend is the task's error)."""
+
+    name: str
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    def run(self) -> tuple[bool, dict]:
+        test = worker_local(("onnx node cases",), _suite)[self.name]
+        try:
+            test.debug()          # raises what the case raises (SkipTest included)
+        except AssertionError as e:
+            return False, {"assertion": one_line(e)}
+        return True, {}
+
+
+def _suite() -> dict[str, unittest.TestCase]:
+    """Case name -> its test, built once per worker process."""
+    return {name.removesuffix("_cpu"): cls(name)
+            for cls in backend_test_cases(debug_backend(), __name__).values()
+            for name in vars(cls) if name.startswith("test_")}
+
+
+def node_case_sweep(names: list[str] | None = None) -> Sweep:
+    """The cases `names` (all of node_cases() by default) as a sweep."""
+    names = list(node_cases()) if names is None else names
+    return Sweep("onnx node cases", {"onnx": onnx.__version__, "mode": "debug",
+                                     "cases": "all" if names == list(node_cases()) else names},
+                 [NodeCase(name) for name in names])
+
+
+def run_cases(backend=None, names: list[str] | None = None) -> dict[str, bool]:
+    """Run the cases (all by default) through IxlBackend in debug mode, in this process unless
+    a backend is given: case name -> passed."""
+    return {o.id: o.ok for o in run_sweep(node_case_sweep(names), backend).outcomes}
 
 
 def count(passed: dict[str, bool]) -> dict[str, dict[str, int]]:

@@ -32,13 +32,14 @@ def summarize(records) -> StreamSummary:
                          sum(r.launch.launch_us for r in launched))
 
 
-def timing_run(dev, op: str, specs, attrs: dict | None = None):
+def timing_run(dev, op: str, specs, attrs: dict | None = None, config: dict | None = None):
     """Run `op` on uninitialised device tensors (for a timing-only device): no data is made,
-    moved or compared, only the timeline runs. Returns the run's record."""
+    moved or compared, only the timeline runs. `config` is a tuning configuration (buffer_num,
+    tile_div, block_dim), None for the tiling's own choice. Returns the run's record."""
     inputs = [None if s is None else dev.empty(s.shape, s.dtype, f"{op}.in{i}")
               for i, s in enumerate(specs)]
     try:
-        outs = dev.run(op, *inputs, **(attrs or {}))
+        outs = dev.run(op, *inputs, config=config, **(attrs or {}))
     finally:
         for t in inputs:
             if t is not None:

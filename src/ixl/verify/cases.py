@@ -119,13 +119,20 @@ def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str) -> list[Ar
             for s, n, d in zip(case.shapes, names, dtypes)]
 
 
-def iter_samples(ops: list[str] | None = None) -> Iterator[tuple[OpSchema, SampleCase, str]]:
-    names = ops or list(all_ops())
-    for name in names:
+def numbered_samples(ops: list[str] | None = None
+                     ) -> Iterator[tuple[OpSchema, int, SampleCase, str]]:
+    """Every sample case of `ops` (all by default) in each of its dtypes, with the case's
+    index in its op's samples."""
+    for name in ops or list(all_ops()):
         schema = get_op(name)
-        for case in schema.samples:
+        for index, case in enumerate(schema.samples):
             for dtype in case.dtypes or schema.dtypes:
-                yield schema, case, dtype
+                yield schema, index, case, dtype
+
+
+def iter_samples(ops: list[str] | None = None) -> Iterator[tuple[OpSchema, SampleCase, str]]:
+    for schema, _, case, dtype in numbered_samples(ops):
+        yield schema, case, dtype
 
 
 def verify_op_cases(dev, ops: list[str] | None = None, seed: int = 0, progress=None
