@@ -35,20 +35,6 @@ def ub_tensor(core, dtype, count, fill=None):
     return t
 
 
-def run_arrays(dev, op, arrays, config=None, **attrs):
-    """Run `op` on host arrays; returns (the first output as an array, the run record), every
-    tensor freed."""
-    ins = [dev.tensor(a) for a in arrays]
-    try:
-        y = dev.run(op, *ins, config=config, **attrs)
-        rec, out = dev.last_profile, y.numpy()
-        y.free()
-    finally:
-        for t in ins:
-            t.free()
-    return out, rec
-
-
 def run_specs(dev, op, specs, attrs=None, config=None, arrays=None):
     """Run `op` on inputs made from `specs` (empty tensors, or `arrays` when given; a spec's
     value when it has one), free the inputs and return the outputs as a tuple."""
@@ -66,12 +52,12 @@ def run_specs(dev, op, specs, attrs=None, config=None, arrays=None):
     return outs if isinstance(outs, tuple) else (outs,)
 
 
-def run_arrays(dev, op, arrays, **attrs):
+def run_arrays(dev, op, arrays, config=None, **attrs):
     """Run `op` on host arrays (None omits an optional input); returns (outputs as arrays,
     run record), every tensor freed."""
     ins = [None if a is None else dev.tensor(a) for a in arrays]
     try:
-        outs = dev.run(op, *ins, **attrs)
+        outs = dev.run(op, *ins, config=config, **attrs)
     finally:
         for t in ins:
             if t is not None:

@@ -24,7 +24,7 @@ def dev():
 
 def _check(dev, op, arrays, attrs, dtype):
     """Run natively or not, compare with the golden; returns the run record."""
-    got, rec = run_arrays(dev, op, arrays, **attrs)
+    (got,), rec = run_arrays(dev, op, arrays, **attrs)
     schema = get_op(op)
     bound = schema.check([ArgSpec(a.shape, dtype) for a in arrays], attrs)
     c = compare(got, schema.reference(*arrays, **bound)[0], schema.tolerance(dtype))

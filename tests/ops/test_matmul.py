@@ -58,7 +58,7 @@ def test_matmul_is_native_and_matches_numpy_over_shapes_and_dtypes(dev, data):
     b_shape = (k,) if data.draw(st.booleans()) and not batch_b else batch_b + (k, n)
     rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
     a, b = (rng.uniform(-1, 1, s).astype(to_numpy(dtype)) for s in (a_shape, b_shape))
-    got, rec = run_arrays(dev, "MatMul", [a, b])
+    (got,), rec = run_arrays(dev, "MatMul", [a, b])
     assert rec.path == "native", rec.reason
     want = np.matmul(a.astype(np.float64), b.astype(np.float64))
     assert got.shape == want.shape
@@ -79,8 +79,8 @@ def test_gemm_is_native_with_transposes_alpha_beta_and_c(dev, data):
     b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(to_numpy(dtype))
     arrays = [a, b] + ([] if c_shape is None else
                        [rng.uniform(-1, 1, c_shape).astype(to_numpy(dtype))])
-    got, rec = run_arrays(dev, "Gemm", arrays, transA=int(ta), transB=int(tb),
-                          alpha=alpha, beta=beta)
+    (got,), rec = run_arrays(dev, "Gemm", arrays, transA=int(ta), transB=int(tb),
+                             alpha=alpha, beta=beta)
     assert rec.path == "native", rec.reason
     want = alpha * ((a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64))
     if c_shape is not None:
@@ -93,11 +93,12 @@ def test_gemm_is_native_with_transposes_alpha_beta_and_c(dev, data):
 
 
 def test_k_of_zero_gives_zeros_and_beta_c_natively(dev):
-    got, rec = run_arrays(dev, "MatMul", [np.ones((3, 0), np.float16), np.ones((0, 5), np.float16)])
+    (got,), rec = run_arrays(dev, "MatMul", [np.ones((3, 0), np.float16),
+                                             np.ones((0, 5), np.float16)])
     assert rec.path == "native" and np.array_equal(got, np.zeros((3, 5)))
     c = np.arange(15, dtype=np.float32).reshape(3, 5)
-    got, rec = run_arrays(dev, "Gemm", [np.ones((3, 0), np.float32),
-                                        np.ones((0, 5), np.float32), c], beta=0.5)
+    (got,), rec = run_arrays(dev, "Gemm", [np.ones((3, 0), np.float32),
+                                           np.ones((0, 5), np.float32), c], beta=0.5)
     assert rec.path == "native" and np.array_equal(got, 0.5 * c)
 
 
@@ -121,7 +122,7 @@ def test_float32_runs_as_plain_fp32_or_as_hf32_when_asked(dev):
     want = a.astype(np.float64) @ b.astype(np.float64)
     errors, mac = {}, {}
     for hf32 in (False, True):
-        got, rec = run_arrays(dev, "MatMul", [a, b], config={"hf32": hf32})
+        (got,), rec = run_arrays(dev, "MatMul", [a, b], config={"hf32": hf32})
         assert rec.path == "native"
         errors[hf32] = np.abs(got - want).max()
         mac[hf32] = launch_metrics(rec.launch).values["aic_mac_time(us)"]
@@ -258,7 +259,7 @@ def test_split_k_sums_a_decode_steps_parts_on_the_cube(dev):
         a = rng.uniform(-1, 1, (m, k)).astype(to_numpy(dtype))
         b = rng.uniform(-1, 1, (k, n)).astype(to_numpy(dtype))
         c = rng.uniform(-1, 1, (n,)).astype(to_numpy(dtype))
-        got, rec = run_arrays(dev, "Gemm", [a, b, c])
+        (got,), rec = run_arrays(dev, "Gemm", [a, b, c])
         assert rec.path == "native" and rec.tiling.k_splits > 1
         assert rec.launch.kind.value == "cube"
         _close(got, a.astype(np.float64) @ b.astype(np.float64) + c, dtype, k)
