@@ -376,7 +376,7 @@ def cmd_tune(args) -> int:
     if saved:
         out.print(f"stored in {saved} for {args.op} (the tiling uses it when no config is given)")
     if args.workers != 1 or args.results:
-        print_summary(report)
+        print_summary(report, quiet=("ConfigDoesNotFit",))
     return 0
 
 
