@@ -24,9 +24,19 @@ FUSED = "fused"
 
 
 class TuningPointFailed(NixlError):
-    """A point of the ladder raised an error that is not "this configuration does not fit"."""
+    """A point of the ladder raised another error than the tuner's own; its message keeps the
+    `ixl explain` hint of the error it quotes."""
 
-    symptom = "bad attribute"
+    symptom = "kernel start failed"
+
+    def __init__(self, message: str):
+        if "ixl explain" in message:
+            RuntimeError.__init__(self, message)
+        else:
+            super().__init__(message)
+
+
+REPLAYED = {cls.__name__: cls for cls in (ConfigDoesNotFit, NotTunable)}
 
 
 def point_id(variant: str, config: dict) -> str:
@@ -88,9 +98,9 @@ class _Replayer(Tuner):
         outcome = self.outcomes[point_id(variant, config)]
         if outcome.status == ERROR:
             kind, message = outcome.error["type"], outcome.error["message"]
-            known = {"ConfigDoesNotFit": ConfigDoesNotFit, "NotTunable": NotTunable}
-            if kind in known:
-                raise known[kind](message)
+            if kind in REPLAYED:        # as raised in this process (the hint added once)
+                cls = REPLAYED[kind]
+                raise cls(message.removesuffix(f" (see: ixl explain '{cls.symptom}')"))
             raise TuningPointFailed(f"tuning {outcome.id}: {kind}: {message}")
         found = outcome.result["variant"]
         return None if found is None else Variant(**found)
