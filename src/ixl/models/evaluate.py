@@ -29,8 +29,8 @@ from .smollm2 import SmolLM2
 
 
 @dataclass(frozen=True)
-class EmbedText:
-    """The embedding of line `line` of the file (its `text`) on `chip` in `dtype`."""
+class FileLine:
+    """Work on line `line` of a file (its `text`) with a model on `chip` in `dtype`."""
 
     chip: str
     dtype: str
@@ -41,6 +41,11 @@ class EmbedText:
     @property
     def id(self) -> str:
         return f"line {self.line}"
+
+
+@dataclass(frozen=True)
+class EmbedText(FileLine):
+    """MiniLM's embedding of the line."""
 
     def run(self) -> tuple[bool, dict]:
         model = worker_local(("minilm", self.chip, self.dtype),
@@ -52,21 +57,12 @@ class EmbedText:
 
 
 @dataclass(frozen=True)
-class ContinuePrompt:
-    """SmolLM2's greedy continuation of line `line` of the file (its `text`), at most
-    `max_new_tokens` tokens, on `chip` in `dtype`."""
+class ContinuePrompt(FileLine):
+    """SmolLM2's greedy continuation of the line, at most `max_new_tokens` tokens (`chat`:
+    the line sent as a user message through the chat template)."""
 
-    chip: str
-    dtype: str
-    fuse: bool
-    chat: bool
-    max_new_tokens: int
-    line: int
-    text: str
-
-    @property
-    def id(self) -> str:
-        return f"line {self.line}"
+    chat: bool = False
+    max_new_tokens: int = 32
 
     def run(self) -> tuple[bool, dict]:
         model = worker_local(("smollm2", self.chip, self.dtype),
@@ -124,7 +120,7 @@ def generate_sweep(path: str, chip: str, dtype: str, fuse: bool, chat: bool,
     return Sweep("smollm2 generations",
                  {**file_params(path, texts), "chip": chip, "dtype": dtype, "fuse": fuse,
                   "chat": chat, "max_new_tokens": max_new_tokens},
-                 [ContinuePrompt(chip, dtype, fuse, chat, max_new_tokens, n, text)
+                 [ContinuePrompt(chip, dtype, fuse, n, text, chat, max_new_tokens)
                   for n, text in enumerate(texts, 1)])
 
 
