@@ -344,6 +344,9 @@ def cmd_tune(args) -> int:
     if args.op is None or not args.shape:
         raise BadInput("tune: give an op and its --shape (or --model NAME to tune every op of "
                        "a model)")
+    if args.max_points is not None:
+        raise BadInput("--max-points goes with --model (the op's ladder sweeps its whole "
+                       "tuning space)")
     args.dtype = args.dtype or "float16"
     for name in args.then:
         get_op(name)

@@ -66,3 +66,17 @@ def test_cli_through_the_pool_and_resumed(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "chosen: tuned" in text and "│    27 │                    27 │       0 │" in text
     assert (tmp_path / "tune.jsonl").read_text().splitlines() == lines   # nothing ran again
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tune"], "give an op and its --shape (or --model NAME"),
+    (["tune", "Add", "--shape", "4", "--max-points", "3"], "--max-points goes with --model"),
+    (["tune", "Add", "--model", "minilm"], "drop OP"),
+    (["tune", "--model", "minilm", "--shape", "4", "--then", "Exp"], "drop --shape, --then"),
+    (["tune", "--model", "minilm", "--max-points", "0"], "--max-points 0: give at least 1"),
+    (["tune", "--model", "minilm", "--dtype", "bfloat16"], "runs in float32, float16"),
+    (["tune", "Add", "--shape", "4", "--workers", "2", "--ray", "auto"], "choose one"),
+])
+def test_tune_flags_are_checked(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
