@@ -6,6 +6,12 @@ runs on a timing-only device, like any kernel: the native Add with the variant's
 or the copy kernel below as a kernel entry of its own. The cost table
 (`ascend/costs/dav-c220.json`) is fitted to these points with `benchmarks/fit_costs.py`, and no
 workload is special-cased.
+
+Each workload runs twice on its tensors and the second launch is the one set against the
+measurement: a profiled kernel has run before [U: the examples do not say how many times they
+ran], so L2 holds what the first run left (the working sets here are larger than L2, so
+nothing is read from it, but the first run's dirty lines are written back during the second,
+as in any steady stream of launches).
 """
 
 from __future__ import annotations
@@ -41,10 +47,12 @@ class Workload:
     config: TuningConfig
 
     def run(self, dev: Device) -> LaunchRecord:
-        """The workload's launch on `dev` (a timing-only device: no data is touched)."""
+        """The workload's second launch on `dev` (a timing-only device: no data is touched),
+        after a first that warms L2 as a stream of launches does."""
         ins = [dev.empty(shape, dtype, "in") for shape, dtype in self.inputs]
         outs = [dev.empty(shape, dtype, "out") for shape, dtype in self.outputs]
         try:
+            dev.launch(self.entry, ins, outs, config=self.config)
             return dev.launch(self.entry, ins, outs, config=self.config).launch
         finally:
             for t in (*ins, *outs):

@@ -30,6 +30,17 @@ VECTOR_CLASS = {
 
 
 @dataclass(frozen=True)
+class GmRates:
+    """Bytes per cycle of one core's GM moves: served by L2 (its port at the L2's rate, capped
+    by the core's share of L2 bandwidth), served by HBM (its port), and the core's share of
+    the chip's HBM bandwidth."""
+
+    hit: float
+    miss: float
+    hbm: float
+
+
+@dataclass(frozen=True)
 class CostTable:
     arch: str
     raw: dict
@@ -56,18 +67,25 @@ class CostTable:
         per_cycle = v["elements_per_cycle"][VECTOR_CLASS[op]]["16" if itemsize <= 2 else "32"]
         return v["startup_cycles"] + math.ceil(elements / per_cycle)
 
-    def mte_rate(self, active_cores: int) -> float:
-        """Bytes per cycle one core's GM port gets when `active_cores` share the GM bandwidth."""
-        return min(self.raw["mte"]["port_bytes_per_cycle"],
-                   self.raw["gm_bytes_per_cycle"] / max(active_cores, 1))
+    def gm_rates(self, active_cores: int) -> GmRates:
+        """What one core's moves get when `active_cores` share the chip (l2.py)."""
+        n = max(active_cores, 1)
+        port = self.raw["mte"]["port_bytes_per_cycle"]
+        l2 = self.raw["l2"]
+        return GmRates(hit=min(port * l2["port_ratio"], l2["bytes_per_cycle"] / n), miss=port,
+                       hbm=self.raw["gm_bytes_per_cycle"] / n)
 
-    def mte_transfer(self, nbytes: int, bursts: int, aligned: bool, rate: float) -> float:
-        """Port cycles of one move: bytes over the rate (lower when GM bursts start off the
-        512-byte grid) plus a fixed cost per burst (a contiguous block)."""
+    def gm_cycles(self, l2_bytes: int, hbm_bytes: int, writeback: int, bursts: int,
+                  aligned: bool, rates: GmRates) -> tuple[float, float]:
+        """(port cycles, HBM cycles) of one GM move: its bytes through the core's port (what L2
+        serves or absorbs at the L2 rate, what HBM serves at the port's) plus a cost per
+        burst; its HBM bytes and the dirty lines it evicts through the core's share of the
+        chip's HBM bandwidth. Every rate is lower when the bursts start off the 512-byte
+        grid (write-backs are whole lines)."""
         m = self.raw["mte"]
-        if not aligned:
-            rate *= m["unaligned_factor"]
-        return nbytes / rate + m["burst_cycles"] * bursts
+        f = 1.0 if aligned else m["unaligned_factor"]
+        port = (l2_bytes / rates.hit + hbm_bytes / rates.miss) / f + m["burst_cycles"] * bursts
+        return port, hbm_bytes / (rates.hbm * f) + writeback / rates.hbm
 
     @property
     def burst_align_bytes(self) -> int:

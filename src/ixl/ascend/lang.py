@@ -19,6 +19,7 @@ from .cube.params import (CFG_NZ, CFG_ROW_MAJOR, FixpipeConfig, FixpipeParamsV22
 from .datamove import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, data_copy,
                        data_copy_pad)
 from .gm import GlobalTensor
+from .l2 import CacheMode
 from .pipe import LocalTensor, TBuf, TPipe, TPosition, TQue, local_tensor
 from .schedule import KernelType
 from .sync import HardEvent, pipe_barrier, set_flag, wait_flag

@@ -84,7 +84,9 @@ class Runner:
     """Runs every block of a launch on its core; interleaves cores that wait for each other."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list):
+                 flag_latency: float, observers: list, end_phase=lambda: None):
+        """`end_phase` is called whenever every core has reached a SyncAll or the end, before
+        the cores meet (the chip settles what the phase did to L2)."""
         self.cores = cores
         self.slots = slots
         self.block_num = block_num
@@ -93,6 +95,7 @@ class Runner:
         self.observers = observers
         self.paused: dict = {}       # core id -> (generator, what it waits for)
         self.phase = 0
+        self.end_phase = end_phase
 
     def run(self, body, threads: int) -> None:
         def first(core: AICore) -> None:
@@ -108,6 +111,7 @@ class Runner:
                 first(c)
         with np.errstate(all="ignore"):
             self._interleave()
+        self.end_phase()
         for o in self.observers:
             o.phase_end(self.phase)
 
@@ -193,6 +197,7 @@ class Runner:
 
     def _meet(self) -> None:
         """SyncAll: every core waits for the slowest one, then all resume."""
+        self.end_phase()
         for o in self.observers:
             o.phase_end(self.phase)
         self.phase += 1
