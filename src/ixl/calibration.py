@@ -23,6 +23,7 @@ import numpy as np
 from .ascend import LaunchRecord, get_chip
 from .ascend import lang as asc
 from .ascend.chips import ChipSpec
+from .ascend.costs import cost_table
 from .hixl import BadInput
 from .nixl import REGISTRY, RUNTIME_VERSION, Device, KernelContext, KernelEntry, LaunchPlan
 from .nixl.tuning import TuningConfig
@@ -128,6 +129,23 @@ def workloads(chip_name: str = "910B1") -> list[Workload]:
     ]
 
 
+def provenance(chip_name: str) -> list[tuple[str, str]]:
+    """Each cost of the chip's table and what its value rests on (published, fitted to the
+    measurements above, or assumed), in the table's order."""
+    chip = get_chip(chip_name)
+    return list(cost_table(chip.arch).provenance().items())
+
+
+def no_measurements(chip_name: str) -> str | None:
+    """Why no deviation can be given for `chip_name` (None for the measured chip)."""
+    name = get_chip(chip_name).name
+    if name == MEASURED_CHIP:
+        return None
+    return (f"there are no measurements for {name}: the workloads were measured on a "
+            f"{MEASURED_CHIP}, and its modeled times set against them would say nothing, so no "
+            f"deviation is given (its costs are listed with what each rests on)")
+
+
 @dataclass(frozen=True)
 class CalibrationPoint:
     name: str
@@ -146,11 +164,9 @@ class CalibrationPoint:
 def calibrate(chip_name: str = MEASURED_CHIP, progress=None) -> list[CalibrationPoint]:
     """The workloads modeled on `chip_name` beside their measurements, which exist for the
     measured chip only: another chip's model set against them would say nothing."""
-    get_chip(chip_name)
-    if chip_name != MEASURED_CHIP:
-        raise BadInput(f"calibrate: there are no measurements for {chip_name}; the workloads "
-                       f"were measured on a {MEASURED_CHIP} (ixl calibrate --chip "
-                       f"{MEASURED_CHIP})")
+    why = no_measurements(chip_name)
+    if why:
+        raise BadInput(f"calibrate: {why} (ixl calibrate --chip {MEASURED_CHIP})")
     points = []
     todo = workloads(chip_name)
     with Device(chip_name, timing_only=True, debug=False) as dev:

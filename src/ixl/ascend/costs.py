@@ -67,6 +67,12 @@ class CostTable:
         per_cycle = v["elements_per_cycle"][VECTOR_CLASS[op]]["16" if itemsize <= 2 else "32"]
         return v["startup_cycles"] + math.ceil(elements / per_cycle)
 
+    def provenance(self) -> dict[str, str]:
+        """Cost (a path in the table) -> what its value rests on: "published [tag]" (the
+        vendor's documents), "fitted" (to the 910B1 measurements, benchmarks/fit_costs.py) or
+        "assumed [U]", with the reason."""
+        return self.raw["provenance"]
+
     def gm_rates(self, active_cores: int) -> GmRates:
         """What one core's moves get when `active_cores` share the chip (l2.py)."""
         n = max(active_cores, 1)
@@ -127,7 +133,29 @@ class CostTable:
         return c["head_cycles"] + nbytes / c["bytes_per_cycle"][dst]
 
 
+PROVENANCE = ("published", "fitted", "assumed")     # what a cost's value rests on
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(base[key], value) \
+            if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
 @cache
 def cost_table(arch: str) -> CostTable:
-    text = resources.files("ixl.ascend").joinpath(f"costs/{arch}.json").read_text()
-    return CostTable(arch, json.loads(text))
+    """The table of `arch`. A table that `inherits` another holds only what is known of its
+    own chip; every other cost is the parent's, carried over, and its provenance says so."""
+    raw = json.loads(resources.files("ixl.ascend").joinpath(f"costs/{arch}.json").read_text())
+    parent = raw.get("inherits")
+    if parent:
+        base = cost_table(parent).raw
+        own = raw.get("provenance", {})
+        carried = {k: f"assumed [U]: carried over from {parent} ({v})"
+                   for k, v in base["provenance"].items() if k not in own}
+        raw = _merge({k: v for k, v in base.items() if k not in ("sources", "provenance")},
+                     raw)
+        raw["provenance"] = {**carried, **own}
+    return CostTable(arch, raw)

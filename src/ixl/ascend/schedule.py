@@ -57,6 +57,11 @@ def place(kind: KernelType, chip: ChipSpec, block_num: int) -> list[Slot]:
             f"a {kind.value} kernel on {chip.name}: its AI Cores are coupled (cube and vector "
             f"share one scalar unit), which this model does not simulate; run cube kernels on "
             f"a 910B")
+    if not chip.cube_modeled:
+        raise IllegalInstruction(
+            f"a {kind.value} kernel on {chip.name}: its Cube takes other layouts than the A2's "
+            f"(NZ in L0A, no GM -> L0 path), which this model does not simulate; run cube "
+            f"kernels on a 910B")
     if kind is KernelType.CUBE:
         n = min(block_num, chip.aic_cores)
         return [Slot(CoreId(CoreKind.AIC, i), list(range(i, block_num, n))) for i in range(n)]
