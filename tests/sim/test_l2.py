@@ -9,6 +9,7 @@ from ixl.ascend.core import get_block_idx
 from ixl.ascend.errors import IllegalInstruction
 from ixl.ascend.l2 import L2Cache
 from ixl.ascend.timeline import Pipe
+from ixl.profile import launch_metrics
 
 from .cube_kernels import Harness
 
@@ -105,8 +106,10 @@ def test_bypassing_l2_for_a_streamed_input_keeps_the_reused_data_and_gains():
         rec = _launch(h, _reader(table, stream[1]))
         times[mode] = rec.cores[0].cycles
         hits = rec.cores[0].l2.read_hit
+        diagnosis = launch_metrics(rec).diagnosis
         if mode is asc.CacheMode.DISABLE:
             assert hits == 2 * MB and rec.cores[0].l2.bypass_read == 6 * MB
+            assert "6 MB read past L2 (CacheMode.DISABLE)" in diagnosis
         else:
             assert hits == 0
     assert times[asc.CacheMode.DISABLE] < 0.9 * times[asc.CacheMode.NORMAL]
