@@ -10,10 +10,11 @@ the same time serialize, costing about 10-20% [MEMOPT].
 
 The model:
 - L2 is an LRU cache of 128-byte lines [U: the line size is not published; 128 B is the
-  smallest piece GM requests are split into [MEMOPT]] over every GM segment, write-back and write-allocate. A segment keeps, per line,
-  a stamp (the order of its last use: resident while above the eviction threshold) and a
-  dirty bit, as numpy arrays; the LRU order is a histogram of stamps, so a move costs a few
-  array operations whatever its size, never a loop over lines.
+  smallest piece GM requests are split into [MEMOPT]] over every GM segment, write-back and
+  write-allocate. A segment keeps, per line, a stamp (the order of its last use: resident
+  while above the eviction threshold) and a dirty bit, as numpy arrays; the LRU order is a
+  histogram of stamps, so a move costs a few array operations whatever its size, never a
+  loop over lines.
 - A read served by L2 moves at the L2's rate, a miss at HBM's (and allocates, unless its
   tensor is CacheMode.DISABLE); a write goes into L2 (a DISABLE write straight to HBM, and
   drops the lines from L2). The dirty lines an allocation evicts cost HBM time on the move

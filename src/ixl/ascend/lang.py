@@ -41,7 +41,7 @@ __all__ = [
     "Nd2NzParams", "QuantMode", "KernelType", "local_tensor", "TransDataTo5HDParams",
     "trans_data_to_5hd",
     "DataCopyExtParams", "DataCopyPadExtParams",
-    "DataCopyParams", "data_copy", "data_copy_pad", "GlobalTensor", "LocalTensor", "TBuf",
+    "DataCopyParams", "data_copy", "data_copy_pad", "CacheMode", "GlobalTensor", "LocalTensor", "TBuf",
     "TPipe", "TPosition", "TQue", "HardEvent", "pipe_barrier", "set_flag", "wait_flag", "Pipe",
     "BinaryRepeatParams", "brcb", "CmpMode", "compare", "compare_scalar", "select", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",
     "duplicate", "exp", "ln", "max", "maxs", "min", "mins", "mul", "muls", "reciprocal", "relu",
