@@ -411,8 +411,6 @@ CLI_CASES = [
      "--text number 2 is not valid UTF-8: byte(s) ff fe at character 2"),
     ({}, ["onnx", "run", MODEL, "--input", "x={tmp}/text.npy"],
      "--input x: {tmp}/text.npy is not a .npy file"),
-    ({}, ["calibrate", "--chip", "310P3"], "calibrate: there are no measurements for 310P3"),
-    ({}, ["calibrate", "--chip", "310P3", "--json"], "there are no measurements for 310P3"),
     ({}, ["calibrate", "--chip", "nope"], "unknown chip 'nope'"),
     ({}, ["verify", "--op", "Nope"], "unknown op 'Nope'"),
     # usage mistakes: one line, not argparse's usage block

@@ -19,6 +19,7 @@ from .cube.params import (CFG_NZ, CFG_ROW_MAJOR, FixpipeConfig, FixpipeParamsV22
 from .datamove import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, data_copy,
                        data_copy_pad)
 from .gm import GlobalTensor
+from .l2 import CacheMode
 from .pipe import LocalTensor, TBuf, TPipe, TPosition, TQue, local_tensor
 from .schedule import KernelType
 from .sync import HardEvent, pipe_barrier, set_flag, wait_flag
@@ -41,7 +42,7 @@ __all__ = [
     "LoadData2DParams", "LoadData2dTransposeParams", "LoadData3DParamsV2", "MmadParams",
     "Nd2NzParams", "QuantMode", "KernelType", "local_tensor",
     "DataCopyExtParams", "DataCopyPadExtParams",
-    "DataCopyParams", "data_copy", "data_copy_pad", "GlobalTensor", "LocalTensor", "TBuf",
+    "DataCopyParams", "data_copy", "data_copy_pad", "CacheMode", "GlobalTensor", "LocalTensor", "TBuf",
     "TPipe", "TPosition", "TQue", "HardEvent", "pipe_barrier", "set_flag", "wait_flag", "Pipe",
     "BinaryRepeatParams", "brcb", "CmpMode", "compare", "compare_scalar", "select", "RoundMode", "UnaryRepeatParams", "abs", "add", "adds", "cast", "div",
     "duplicate", "exp", "ln", "max", "maxs", "min", "mins", "mul", "muls", "reciprocal", "relu",

@@ -99,8 +99,8 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
     if from_gm:
         grid = core.burst_grid
         aligned = src.addr % grid == 0
-        core.transfer(pipe, what, core.costs.mte_transfer(
-            nbytes, 1 if p.src_stride == 1 else n, aligned, core.mte_rate), nbytes)
+        core.gm_move(pipe, what, src, p.start_index * frac, n, frac, step * frac,
+                     write=False, aligned=aligned, bursts=1 if p.src_stride == 1 else n)
     else:
         core.issue(pipe, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
