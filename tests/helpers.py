@@ -50,3 +50,21 @@ def run_specs(dev, op, specs, attrs=None, config=None, arrays=None):
             if t is not None:
                 t.free()
     return outs if isinstance(outs, tuple) else (outs,)
+
+
+def run_arrays(dev, op, arrays, config=None, **attrs):
+    """Run `op` on host arrays (None omits an optional input); returns (outputs as arrays,
+    run record), every tensor freed."""
+    ins = [None if a is None else dev.tensor(a) for a in arrays]
+    try:
+        outs = dev.run(op, *ins, config=config, **attrs)
+    finally:
+        for t in ins:
+            if t is not None:
+                t.free()
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    try:
+        return [o.numpy().reshape(o.shape) for o in outs], dev.last_profile
+    finally:
+        for o in outs:
+            o.free()

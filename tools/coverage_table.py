@@ -5,11 +5,18 @@
 
 from __future__ import annotations
 
-from ixl.hixl import all_ops
+from ixl.hixl import DTYPES, all_ops
 from ixl.nixl import REGISTRY
 from ixl.nixl.views import VIEW_OPS
 from ixl.onnx import node_case_counts
+from ixl.onnx.passes import SHAPE_ONLY
 from ixl.onnx.translate import EXPANSIONS
+
+
+def on_the_host(schema) -> bool:
+    """An op a graph evaluates on the host: it reads only shapes, or only values the host
+    reads anyway (its inputs are all shapes, counts and bounds)."""
+    return schema.name in SHAPE_ONLY or set(schema.inputs) <= set(schema.host_inputs)
 
 
 def main() -> None:
@@ -20,8 +27,10 @@ def main() -> None:
         entry = REGISTRY.native(name)
         c = counts.get(name)
         cases = f"{c['passed']}/{c['total']}" if c else "-"
-        dtypes = ", ".join(entry.dtypes) if entry else "-"
-        path = "native" if entry else "view (no copy)" if name in VIEW_OPS else "shim"
+        dtypes = "-" if not entry else "every dtype" if set(entry.dtypes) == set(DTYPES) \
+            else ", ".join(entry.dtypes)
+        path = "native" if entry else "view (no copy)" if name in VIEW_OPS else \
+            "host in a graph, shim alone" if on_the_host(schema) else "shim"
         print(f"| {name} | {schema.tier} | {schema.family} | {path} | {dtypes} | {cases} |")
     for name in sorted(EXPANSIONS):       # ONNX ops the import expands into ixl ops
         c = counts.get(name)

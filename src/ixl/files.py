@@ -5,6 +5,7 @@ input is checked as it is read."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -69,14 +70,29 @@ def save_npy(path: str, array: np.ndarray) -> str:
     """Write `array` to the path numpy.save would use, whole or not at all (through a
     temporary file beside it); returns that path."""
     path = npy_path(path)
+    with written_whole(path) as f:
+        np.save(f, array, allow_pickle=False)
+    return path
+
+
+def save_text(path: str, text: str) -> str:
+    """Write `text` (UTF-8) to `path`, whole or not at all; returns the path."""
+    with written_whole(path) as f:
+        f.write(text.encode("utf-8"))
+    return path
+
+
+@contextmanager
+def written_whole(path: str):
+    """A binary file that appears at `path` only once it is complete: written beside it under
+    a temporary name and renamed into place (a failure leaves nothing behind)."""
     tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            np.save(f, array, allow_pickle=False)
+            yield f
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return path
 
 
 def load_npy(path: str, what: str) -> np.ndarray:

@@ -207,7 +207,8 @@ def test_an_if_whose_condition_becomes_known_is_replaced_by_its_branch():
     x = rng.standard_normal((3, 4)).astype(np.float32)
     shaped = lambda g: specialize(g, {"x": ArgSpec((3, 4), "float32")})  # noqa: E731
     before, after = check(m, {"x": x}, shaped)
-    assert before == ["Size", "Greater", "If"] and after == ["Relu"]
+    # Even unspecialised, each call's host stage takes the branch: only Relu launches.
+    assert before == ["Size", "Greater", "If", "Relu"] and after == ["Relu"]
 
 
 def test_optimize_runs_them_all():

@@ -1,19 +1,16 @@
-"""The first ops on the Cube: MatMul (2-D, float16 / bfloat16) and TransData (formats in
-TensorDesc), natively, against their goldens; what the profile and the trace show of them."""
+"""What the profile and the trace show of a kernel on the Cube (MatMul), and TransData
+(formats in TensorDesc) natively against its golden. The matrix kernels' own tests are in
+test_matmul.py and test_conv.py."""
 
-import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 import ixl
-from ixl.ascend import get_chip
 from ixl.cli import main
 from ixl.hixl import formats
-from ixl.nixl import Format, TensorDesc
-from ixl.nixl.tuning import TuningConfig
-from ixl.kernels.matmul import plan as matmul_plan
+from ixl.nixl import Format
 
 
 @pytest.fixture
@@ -27,6 +24,7 @@ def dev():
 @pytest.mark.parametrize("m,k,n", [(1, 7, 3), (1, 64, 40), (1, 576, 192), (16, 16, 16),
                                    (33, 70, 129), (300, 200, 500), (128, 1200, 64)])
 def test_matmul_runs_natively_on_the_cube(dev, m, k, n, dtype):
+    """One-row products included: their Mmad must not run as a GEMV over ZZ fractals."""
     rng = np.random.default_rng(0)
     a_host, b_host = (rng.uniform(-1, 1, s).astype(ixl.hixl.to_numpy(dtype))
                       for s in ((m, k), (k, n)))
@@ -40,38 +38,6 @@ def test_matmul_runs_natively_on_the_cube(dev, m, k, n, dtype):
                                atol=2 * ulp * np.sqrt(k))
     for t in (a, b, y):
         t.free()
-
-
-@pytest.mark.parametrize("shapes,dtype,why", [
-    (((2, 4, 3), (3, 5)), "float16", "2-D matrices"),
-    (((4, 3), (3, 5)), "float32", "no float32 path"),
-    (((4, 0), (0, 5)), "float16", "K of 0"),
-])
-def test_matmul_cases_the_first_kernel_leaves_to_the_shim_say_why(dev, shapes, dtype, why):
-    ins = [dev.tensor(np.ones(s, ixl.hixl.to_numpy(dtype))) for s in shapes]
-    y = dev.run("MatMul", *ins)
-    assert dev.last_profile.path == "shim" and why in dev.last_profile.reason
-    np.testing.assert_array_equal(y.numpy(), np.ones(shapes[0]) @ np.ones(shapes[1]))
-    for t in (*ins, y):
-        t.free()
-
-
-def test_matmul_base_sizes_come_from_the_chips_buffers():
-    """R11: L0C sets the tile, L0A/L0B base_k, L1 the K chunk; a chip with half the L0C
-    gets a smaller tile with no code change."""
-    a, b = TensorDesc.nd((4096, 4096), "float16"), TensorDesc.nd((4096, 4096), "float16")
-    y = TensorDesc.nd((4096, 4096), "float16")
-    chip = get_chip("910B1")
-    t = matmul_plan([a, b], [y], {}, chip, TuningConfig()).tiling
-    assert (t.base_m, t.base_n, t.base_k, t.k_l1) == (128, 128, 128, 512)
-    assert t.base_m * t.base_n * 4 * 2 <= chip.l0c_bytes
-    assert t.base_m * t.base_k * 2 * 2 <= chip.l0a_bytes
-    assert (t.base_m + t.base_n) * t.k_l1 * 2 * 2 <= chip.l1_bytes
-    small = dataclasses.replace(chip, l0c_bytes=64 * 1024)
-    assert matmul_plan([a, b], [y], {}, small, TuningConfig()).tiling.base_m == 80
-    single = matmul_plan([a, b], [y], {}, chip, TuningConfig(buffer_num=1)).tiling
-    tile_bytes = single.base_m * single.base_n * 4
-    assert tile_bytes <= chip.l0c_bytes < 2 * tile_bytes
 
 
 def test_ixl_run_profiles_a_cube_kernel_with_aic_metrics(capsys, tmp_path):

@@ -139,7 +139,11 @@ def test_modeled_time_of_fused_residual_layer_norm():
     dev.close()
     assert times[True] < 0.7 * times[False]
     light = speed_of_light_us("910B1", 2 * n * n * 2 + 2 * n * 2, n * n * 2)
-    assert light / times[True] >= 0.85
+    # 0.58 of the speed of light: the template's UB buffers meet in bank groups and banks (a
+    # third of its vector cycles, ascend/ubbanks.py), the cores read scale and bias at the
+    # same time (same-line stalls), and the light's copy writes into L2 (ascend/l2.py); with
+    # neither banks nor L2 modeled it was above 0.85
+    assert light / times[True] >= 0.55
 
 
 def _fusion_log(capfd, dev, graph, feeds) -> tuple[list[str], str]:

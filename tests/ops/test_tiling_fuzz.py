@@ -200,3 +200,53 @@ def test_resize_tiling_plans_or_declines(dev, data):
                  ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]))}
     specs = [ArgSpec(shape, dtype), None, None, ArgSpec((4,), "int64", sizes)]
     _plan_or_decline(dev, "Resize", specs, attrs, _config(data, "Resize"))
+
+
+MOVE_DTYPES = ["float16", "float32", "int64", "int32", "bool"]
+
+
+@_settings(50)
+@given(data=st.data())
+def test_movement_tiling_plans_or_declines(dev, data):
+    """Tier C's row moves, tiles and sorts over random shapes (long rows included), dtypes,
+    maps and configs."""
+    op = data.draw(st.sampled_from(["Transpose", "Slice", "Pad", "Tile", "Expand", "Concat",
+                                    "Gather", "TopK", "ArgMax"]))
+    dtype = data.draw(st.sampled_from(
+        ["float16", "bfloat16", "float32", "int32", "int64"] if op in ("TopK", "ArgMax")
+        else MOVE_DTYPES))
+    shape = _shape(data, data.draw(st.integers(1, 4)))
+    rank = len(shape)
+    specs, attrs = [ArgSpec(shape, dtype)], {}
+    int64 = lambda values: ArgSpec((len(values),), "int64", tuple(values))  # noqa: E731
+    if op == "Transpose":
+        attrs["perm"] = data.draw(st.permutations(range(rank)))
+    elif op == "Slice":
+        starts = [data.draw(st.integers(-d - 2, d + 2)) for d in shape]
+        ends = [data.draw(st.integers(-d - 2, d + 2)) for d in shape]
+        steps = [data.draw(st.sampled_from([1, 2, 3, -1, -2])) for _ in shape]
+        specs += [int64(starts), int64(ends), int64(list(range(rank))), int64(steps)]
+    elif op == "Pad":
+        pads = [data.draw(st.integers(-1, 3)) for _ in range(2 * rank)]
+        specs.append(int64(pads))
+        attrs["mode"] = data.draw(st.sampled_from(["constant", "edge", "reflect", "wrap"]))
+    elif op == "Tile":
+        specs.append(int64([data.draw(st.integers(0, 3)) for _ in shape]))
+    elif op == "Expand":
+        target = tuple(d if d != 1 else data.draw(st.integers(1, 5)) for d in shape)
+        specs.append(int64(list(target)))
+    elif op == "Concat":
+        axis = data.draw(st.integers(0, rank - 1))
+        other = tuple(data.draw(DIM) if i == axis else d for i, d in enumerate(shape))
+        specs.append(ArgSpec(other, dtype))
+        attrs["axis"] = axis
+    elif op == "Gather":
+        attrs["axis"] = data.draw(st.integers(-rank, rank - 1))
+        specs.append(ArgSpec(_shape(data, data.draw(st.integers(0, 2))), "int64"))
+    elif op == "TopK":
+        attrs["axis"] = data.draw(st.integers(-rank, rank - 1))
+        n = shape[attrs["axis"]]
+        specs.append(int64([data.draw(st.integers(0, n))]))
+    else:
+        attrs["axis"] = data.draw(st.integers(-rank, rank - 1))
+    _plan_or_decline(dev, op, specs, attrs, _config(data, op))

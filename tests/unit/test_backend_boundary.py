@@ -56,16 +56,17 @@ def test_every_path_runs_through_the_interface_alone(dev):
     x = np.arange(64, dtype=np.float16).reshape(8, 8)
     a = dev.tensor(x)
     outs = [dev.run("Add", a, a), dev.run("MatMul", a, a), dev.run("Transpose", a),
-            dev.run("TransData", a, dst_format="FRACTAL_NZ")]
+            dev.run("TransData", a, dst_format="FRACTAL_NZ"), dev.run("Cast", a, to="float64")]
     np.testing.assert_array_equal(outs[0].numpy(), x + x)
     np.testing.assert_allclose(outs[1].numpy(), (x.astype(np.float32) @ x).astype(np.float16),
                                rtol=1e-3)
     np.testing.assert_array_equal(outs[2].numpy(), x.T)
     np.testing.assert_array_equal(outs[3].numpy(), x)
+    np.testing.assert_array_equal(outs[4].numpy(), x.astype(np.float64))     # on the shim
     view = dev.run("Reshape", a, dev.tensor(np.array([64], np.int64)))
     assert view.shape == (64,)
     calls = dev.backend.calls
-    assert calls["launch"] == 3 and calls["window"] >= 8 and calls["map"] >= 6
+    assert calls["launch"] == 4 and calls["window"] >= 8 and calls["map"] >= 6
     assert calls["host_copy_us"] >= 2 and calls["write"] >= 2 and calls["read"] >= 4
     for t in (a, view, *outs):
         t.free()

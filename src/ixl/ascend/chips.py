@@ -1,8 +1,9 @@
 """Chip specifications: every hardware limit a kernel or the simulator needs, as a named field.
 
 Values come from the facts in docs/chip-facts.md (sources [INI], [PTODSL], [EX-MM], [S2201],
-[S2002], [TQUE], [VEC], [DC]; for the Cube [CATLASS], [VARCH], [MVIN], [MMAD], [FIX], [BT], [FB],
-[FMT2], [XCORE]). Kernels read these fields; they never hard-code a limit.
+[S2002], [S3510], [TQUE], [VEC], [DC]; for the Cube [CATLASS], [VARCH], [MVIN], [MMAD], [FIX],
+[BT], [FB], [FMT2], [XCORE]; the UB banks [VARCH][BANK]). Kernels read these fields; they never
+hard-code a limit.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ GB = 1024 * MB
 @dataclass(frozen=True)
 class ChipSpec:
     name: str
-    arch: str                 # NPU architecture ("dav-c220" = A2, "dav-m200" = 310P)
+    arch: str                 # NPU architecture ("dav-c220" = A2, "dav-m200" = 310P,
+                              # "dav-3510" = 950)
     aic_cores: int            # Cube cores (AIC)
     aiv_cores: int            # Vector cores (AIV) a vector-only kernel is spread over
     clock_mhz: int
@@ -53,6 +55,14 @@ class ChipSpec:
     cross_core_flag_ids: int = 11         # CrossCoreSetFlag ids 0-10 ([C]: 11-14 are SyncAll's)
     cross_core_flag_max_count: int = 15   # a flag's counter: a 16th pending set is fatal [XCORE]
     aiv_per_aic: int = 2                  # a mix kernel's group: 1 AIC + 2 AIV [KTYPE]
+    cube_modeled: bool = True             # the AIC model (A2 layouts) fits this chip's Cube
+    # ---- the UB's banks [VARCH][BANK]: A2 has 16 bank groups x 3 banks of 4 KB; a bank group
+    # is every 32-byte row at (address / 32) mod groups, a bank one group within one
+    # groups x bank_bytes stretch of UB. 0 groups: no bank model (not published).
+    ub_bank_groups: int = 16
+    ub_banks_per_group: int = 3
+    ub_bank_bytes: int = 4 * KB
+    vector_registers: bool = False        # register-based vector unit (950: RegTensor, VL 256 B)
 
     def lanes(self, itemsize: int) -> int:
         """Elements of `itemsize` bytes in one 256-byte vector repeat."""
@@ -65,6 +75,12 @@ class ChipSpec:
         """C0: elements of `itemsize` bytes in one 32-byte fractal row (16 for half, 8 for
         float, 32 for int8)."""
         return self.block_elems(itemsize)
+
+    @property
+    def bank_stretch(self) -> int:
+        """Bytes of UB in which every bank group holds one bank (A2: 64 KB): bank(A) =
+        groups * (A // stretch) + (A // 32) mod groups [BANK]."""
+        return self.ub_bank_groups * self.ub_bank_bytes
 
     @property
     def fractal_bytes(self) -> int:
@@ -94,9 +110,26 @@ CHIPS: dict[str, ChipSpec] = {
         name="310P3", arch="dav-m200", aic_cores=8, aiv_cores=8, clock_mhz=1080,
         hbm_bytes=24 * GB, l2_bytes=16 * MB, ub_bytes=256 * KB, l1_bytes=1 * MB,
         l0a_bytes=64 * KB, l0b_bytes=64 * KB, l0c_bytes=256 * KB, event_ids_per_position=8,
-        coupled=True, aiv_per_aic=1,
+        coupled=True, aiv_per_aic=1, ub_bank_groups=0,      # 310P's UB banks: not published
+    ),
+    # 950PR (arch 3510) [S3510][VARCH][EX-MM950]: 32 AIC / 64 AIV (a 28-AIC part is seen [U]),
+    # 1650 MHz, 128 GB HBM [U]; UB 256 KB physical as 8 bank groups x 2 banks x 16 KB, of which
+    # the ini gives 248 KB (253952 bytes) to kernels [C]; L0C 256 KB; L1 512 KB [U]. Not
+    # published, carried over from A2 [U]: the L2 size (the facts give none), L0A/L0B 64 KB,
+    # 8 event ids per position. Its vector unit is register-based (RegTensor, VL = 256 B, 256 B
+    # per cycle). Its Cube takes NZ in L0A (A2: ZZ) and has no GM -> L0 path, which the AIC
+    # model does not simulate: cube and mix kernels are refused on it.
+    "950PR": ChipSpec(
+        name="950PR", arch="dav-3510", aic_cores=32, aiv_cores=64, clock_mhz=1650,
+        hbm_bytes=128 * GB, l2_bytes=192 * MB, ub_bytes=253952, l1_bytes=512 * KB,
+        l0a_bytes=64 * KB, l0b_bytes=64 * KB, l0c_bytes=256 * KB, event_ids_per_position=8,
+        cube_modeled=False, ub_bank_groups=8, ub_banks_per_group=2, ub_bank_bytes=16 * KB,
+        vector_registers=True,
     ),
 }
+
+# Other names the facts use for a chip.
+ALIASES = {"950": "950PR"}
 
 
 class UnknownChipError(ValueError):
@@ -105,7 +138,7 @@ class UnknownChipError(ValueError):
 
 def get_chip(name: str) -> ChipSpec:
     try:
-        return CHIPS[name]
+        return CHIPS[ALIASES.get(name, name)]
     except KeyError:
         close = difflib.get_close_matches(name, CHIPS, n=2)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""

@@ -19,8 +19,10 @@ from .costs import CostTable, cost_table
 from .cube.params import CubeRegisters
 from .cube.unitflag import UnitFlags
 from .errors import AicoreOutOfBound, IllegalInstruction, KernelTimeout
+from .l2 import L2Stats, L2View, l2_cache
 from .observe import Access, Instruction, Observer, Space, Sync, SyncKind
 from .timeline import Pipe, Timeline
+from .ubbanks import Operand, conflict_cycles, layout
 
 _current = threading.local()
 
@@ -110,17 +112,22 @@ class Mode:
 class AICore:
     def __init__(self, chip: ChipSpec, core_id: int, mode: Mode = Mode(), active_cores: int = 1,
                  ub: np.ndarray | None = None, observers: tuple[Observer, ...] = (),
-                 memories: dict[Space, np.ndarray] | None = None):
+                 memories: dict[Space, np.ndarray] | None = None, l2: L2View | None = None):
         """`core_id`: a CoreId (a plain int is an AIV). `memories`: the core's on-core
         memories, kept by the chip across launches (fresh zeroed ones when None; `ub` gives a
         vector core's UB alone); `active_cores`: the cores of the launch sharing the chip's GM
-        bandwidth; `observers` hear of every instruction and sync edge."""
+        and L2 bandwidth; `observers` hear of every instruction and sync edge; `l2`: the
+        core's view of the chip's L2 in this phase (an empty L2 of its own when None)."""
         self.chip = chip
         self.core_id = core_id = as_core_id(core_id)
         self.kind = core_id.kind
         self.mode = mode
         self.costs: CostTable = cost_table(chip.arch)
-        self.mte_rate = self.costs.mte_rate(active_cores)   # GM bandwidth is shared
+        self.gm_rates = self.costs.gm_rates(active_cores)   # GM and L2 bandwidth are shared
+        self.l2 = l2 or l2_cache(chip).phase(active_cores).view(core_id)
+        self.l2_stats = L2Stats()                  # its views' stats, phase by phase
+        self.banks = layout(chip)                  # the UB's banks (ubbanks.py), None: unknown
+        self.bank_conflicts = [0, 0]               # cycles lost to bank-group / bank conflicts
         self.mte_latency = self.costs.mte_latency_cycles
         self.burst_grid = self.costs.burst_align_bytes
         given = memories or ({Space.UB: ub} if ub is not None else {})
@@ -140,7 +147,6 @@ class AICore:
         self.cross_core = None       # the launch's cross-core flag board (mix kernels)
         self.cross_sets = 0          # cross-core sets this core issued (numbers them)
         self.pending_wait = None     # a cross_core_wait_flag made but not yet yielded
-        self.scalar_reads = 0        # values the scalar unit read (get_value): data it may follow
         # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
@@ -261,12 +267,35 @@ class AICore:
         operands with `observe` when the core has observers.)"""
         return self.timeline.issue(pipe, name, cycles)
 
-    def transfer(self, pipe: Pipe, name: str, cycles: float, nbytes: int,
-                 latency: float | None = None) -> float:
-        """Time one GM move of `nbytes` (MTE2 in, MTE3 out, FIX out of L0C) through the core's
-        GM port, after the pipe's own latency (the MTE latency by default)."""
-        return self.timeline.transfer(pipe, name, self.mte_latency if latency is None else latency,
-                                      cycles, nbytes)
+    def vector_issue(self, name: str, cycles: float, reads: tuple[Operand, ...],
+                     writes: tuple[Operand, ...], repeats: int) -> float:
+        """Time one vector instruction of `cycles` plus what its operands' UB bank conflicts
+        add (ubbanks.py)."""
+        if self.banks is not None:
+            group, bank = conflict_cycles(self.banks, reads, writes, repeats)
+            self.bank_conflicts[0] += group
+            self.bank_conflicts[1] += bank
+            cycles += group + bank
+        return self.timeline.issue(Pipe.V, name, cycles)
+
+    def gm_move(self, pipe: Pipe, name: str, gm, offset: int, count: int, width: int,
+                pitch: int, *, write: bool, aligned: bool, bursts: int | None = None,
+                latency: float | None = None, outer: int = 1, outer_pitch: int = 0) -> float:
+        """Time one move between GM and the core (MTE2 in, MTE3 out, FIX out of L0C): `outer`
+        x `count` rows of `width` bytes of `gm` from byte `offset`, rows `pitch` apart (groups
+        `outer_pitch` apart). L2 says which bytes it serves and which HBM does (l2.py); after
+        the pipe's latency (the MTE latency by default) the move takes the core's GM port and
+        its share of HBM. Returns its cycles (the longer of the two)."""
+        hit, miss, writeback = self.l2.access(gm, offset, count, width, pitch, outer,
+                                              outer_pitch, write)
+        port, hbm = self.costs.gm_cycles(hit, miss, writeback,
+                                         outer * count if bursts is None else bursts, aligned,
+                                         self.gm_rates)
+        end = self.timeline.transfer(pipe, name, self.mte_latency if latency is None else latency,
+                                     port, outer * count * width, hbm)
+        cycles = max(port, hbm)
+        self.l2.timed(end - cycles, end, cycles)
+        return cycles
 
     def observe(self, pipe: Pipe, name: str, reads: tuple[Access, ...],
                 writes: tuple[Access, ...], nbytes: int = 0) -> None:

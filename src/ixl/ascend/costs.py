@@ -24,9 +24,21 @@ VECTOR_CLASS = {
     "whole_reduce_sum": "reduce", "whole_reduce_max": "reduce", "whole_reduce_min": "reduce",
     # ReduceDataBlock (block_reduce_*): 128/7 per cycle in 16-bit, 64 in 32-bit [VECPERF].
     "block_reduce_16": "reduce", "block_reduce_32": "simple",
-    # TransDataTo5HD: 128 16-bit elements per cycle [VPERF], the simple ops' rate.
-    "trans_data_to_5hd": "simple",
+    # Moving elements inside UB (vector_datamove.py, vector_sort.py).
+    "gather": "gather", "gather_mask": "gather_mask", "transpose": "transpose", "sort": "sort",
+    "create_vec_index": "simple",         # not in [VECPERF]: the simple-op rate, assumed [U]
 }
+
+
+@dataclass(frozen=True)
+class GmRates:
+    """Bytes per cycle of one core's GM moves: served by L2 (its port at the L2's rate, capped
+    by the core's share of L2 bandwidth), served by HBM (its port), and the core's share of
+    the chip's HBM bandwidth."""
+
+    hit: float
+    miss: float
+    hbm: float
 
 
 @dataclass(frozen=True)
@@ -56,18 +68,31 @@ class CostTable:
         per_cycle = v["elements_per_cycle"][VECTOR_CLASS[op]]["16" if itemsize <= 2 else "32"]
         return v["startup_cycles"] + math.ceil(elements / per_cycle)
 
-    def mte_rate(self, active_cores: int) -> float:
-        """Bytes per cycle one core's GM port gets when `active_cores` share the GM bandwidth."""
-        return min(self.raw["mte"]["port_bytes_per_cycle"],
-                   self.raw["gm_bytes_per_cycle"] / max(active_cores, 1))
+    def provenance(self) -> dict[str, str]:
+        """Cost (a path in the table) -> what its value rests on: "published [tag]" (the
+        vendor's documents), "fitted" (to the 910B1 measurements, benchmarks/fit_costs.py) or
+        "assumed [U]", with the reason."""
+        return self.raw["provenance"]
 
-    def mte_transfer(self, nbytes: int, bursts: int, aligned: bool, rate: float) -> float:
-        """Port cycles of one move: bytes over the rate (lower when GM bursts start off the
-        512-byte grid) plus a fixed cost per burst (a contiguous block)."""
+    def gm_rates(self, active_cores: int) -> GmRates:
+        """What one core's moves get when `active_cores` share the chip (l2.py)."""
+        n = max(active_cores, 1)
+        port = self.raw["mte"]["port_bytes_per_cycle"]
+        l2 = self.raw["l2"]
+        return GmRates(hit=min(port * l2["port_ratio"], l2["bytes_per_cycle"] / n), miss=port,
+                       hbm=self.raw["gm_bytes_per_cycle"] / n)
+
+    def gm_cycles(self, l2_bytes: int, hbm_bytes: int, writeback: int, bursts: int,
+                  aligned: bool, rates: GmRates) -> tuple[float, float]:
+        """(port cycles, HBM cycles) of one GM move: its bytes through the core's port (what L2
+        serves or absorbs at the L2 rate, what HBM serves at the port's) plus a cost per
+        burst; its HBM bytes and the dirty lines it evicts through the core's share of the
+        chip's HBM bandwidth. Every rate is lower when the bursts start off the 512-byte
+        grid (write-backs are whole lines)."""
         m = self.raw["mte"]
-        if not aligned:
-            rate *= m["unaligned_factor"]
-        return nbytes / rate + m["burst_cycles"] * bursts
+        f = 1.0 if aligned else m["unaligned_factor"]
+        port = (l2_bytes / rates.hit + hbm_bytes / rates.miss) / f + m["burst_cycles"] * bursts
+        return port, hbm_bytes / (rates.hbm * f) + writeback / rates.hbm
 
     @property
     def burst_align_bytes(self) -> int:
@@ -109,7 +134,29 @@ class CostTable:
         return c["head_cycles"] + nbytes / c["bytes_per_cycle"][dst]
 
 
+PROVENANCE = ("published", "fitted", "assumed")     # what a cost's value rests on
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(base[key], value) \
+            if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
 @cache
 def cost_table(arch: str) -> CostTable:
-    text = resources.files("ixl.ascend").joinpath(f"costs/{arch}.json").read_text()
-    return CostTable(arch, json.loads(text))
+    """The table of `arch`. A table that `inherits` another holds only what is known of its
+    own chip; every other cost is the parent's, carried over, and its provenance says so."""
+    raw = json.loads(resources.files("ixl.ascend").joinpath(f"costs/{arch}.json").read_text())
+    parent = raw.get("inherits")
+    if parent:
+        base = cost_table(parent).raw
+        own = raw.get("provenance", {})
+        carried = {k: f"assumed [U]: carried over from {parent} ({v})"
+                   for k, v in base["provenance"].items() if k not in own}
+        raw = _merge({k: v for k, v in base.items() if k not in ("sources", "provenance")},
+                     raw)
+        raw["provenance"] = {**carried, **own}
+    return CostTable(arch, raw)

@@ -110,8 +110,7 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         rows = ub_bytes
     grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
-    core.transfer(pipe, what, core.costs.mte_transfer(count * width, count, aligned, core.mte_rate),
-                  count * width)
+    core.gm_move(pipe, what, gm, 0, count, width, gm_pitch, write=not inbound, aligned=aligned)
     if core.observers:
         _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pitch, ub_lead,
                  ub_block)

@@ -11,15 +11,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import AicoreOutOfBound
+from .errors import AicoreOutOfBound, IllegalInstruction
+from .l2 import CacheMode
 from .observe import Access, Rows, Space
 
 
-@dataclass
+@dataclass(eq=False)
 class Segment:
     addr: int
     nbytes: int
     data: np.ndarray  # uint8, nbytes long
+    l2: object = None  # its lines in L2 (l2.py), once a move touched it
 
     @property
     def end(self) -> int:
@@ -70,12 +72,15 @@ class GlobalTensor:
     """A typed window into GM: Ascend C's GlobalTensor after SetGlobalBuffer(addr, count).
 
     Every access is checked against the window, so an overrun names the tensor it ran past.
+    Its L2 cache mode (SetL2CacheHint) passes on to the windows made from it.
     """
 
-    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root", "_segment")
+    __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root", "_segment",
+                 "l2_mode")
 
     def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm",
-                 root: tuple[int, int] | None = None, segment: Segment | None = None):
+                 root: tuple[int, int] | None = None, segment: Segment | None = None,
+                 l2_mode: CacheMode = CacheMode.NORMAL):
         self.gm = gm
         self.addr = addr
         self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
@@ -84,10 +89,27 @@ class GlobalTensor:
         self.itemsize = self.dtype.itemsize
         self.root = root or (addr, count * self.itemsize)   # the whole tensor: (addr, bytes)
         self._segment = segment or gm.segment_at(self.root[0])
+        self.l2_mode = l2_mode
 
     @property
     def nbytes(self) -> int:
         return self.count * self.itemsize
+
+    @property
+    def segment(self) -> Segment | None:
+        """The mapped segment holding the tensor (None once unmapped)."""
+        return self._segment
+
+    def set_l2_cache_hint(self, mode: CacheMode) -> None:
+        """SetL2CacheHint: DISABLE makes this tensor's moves bypass L2 (read-once data that must
+        not evict what is reused), NORMAL caches them [L2H][L2M]."""
+        if not isinstance(mode, CacheMode):
+            raise IllegalInstruction(f"set_l2_cache_hint takes a CacheMode (DISABLE, NORMAL), "
+                                     f"got {mode!r}")
+        if mode is CacheMode.PERSISTENT:
+            raise IllegalInstruction("set_l2_cache_hint(CacheMode.PERSISTENT) is not yet "
+                                     "supported by Ascend C: use DISABLE or NORMAL [L2H]")
+        self.l2_mode = mode
 
     def window(self, offset: int, count: int) -> GlobalTensor:
         """The sub-window [offset, offset + count): `xGm.SetGlobalBuffer(x + offset, count)`."""
@@ -96,13 +118,13 @@ class GlobalTensor:
                 f"aicore memory out of bound: window [{offset}, {offset + count}) of tensor "
                 f"'{self.name}' with {self.count} elements")
         return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count,
-                            self.name, self.root, self._segment)
+                            self.name, self.root, self._segment, self.l2_mode)
 
     def reinterpret(self, dtype) -> GlobalTensor:
         """The same bytes seen as another type (the workspace arrives as bytes)."""
         dtype = np.dtype(dtype)
         return GlobalTensor(self.gm, self.addr, dtype, self.nbytes // dtype.itemsize, self.name,
-                            self.root, self._segment)
+                            self.root, self._segment, self.l2_mode)
 
     def __getitem__(self, offset: int) -> GlobalTensor:
         """`xGm[offset]`: the tensor from element `offset` to its end."""

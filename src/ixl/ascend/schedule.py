@@ -57,6 +57,11 @@ def place(kind: KernelType, chip: ChipSpec, block_num: int) -> list[Slot]:
             f"a {kind.value} kernel on {chip.name}: its AI Cores are coupled (cube and vector "
             f"share one scalar unit), which this model does not simulate; run cube kernels on "
             f"a 910B")
+    if not chip.cube_modeled:
+        raise IllegalInstruction(
+            f"a {kind.value} kernel on {chip.name}: its Cube takes other layouts than the A2's "
+            f"(NZ in L0A, no GM -> L0 path), which this model does not simulate; run cube "
+            f"kernels on a 910B")
     if kind is KernelType.CUBE:
         n = min(block_num, chip.aic_cores)
         return [Slot(CoreId(CoreKind.AIC, i), list(range(i, block_num, n))) for i in range(n)]
@@ -84,7 +89,9 @@ class Runner:
     """Runs every block of a launch on its core; interleaves cores that wait for each other."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list):
+                 flag_latency: float, observers: list, end_phase=lambda: None):
+        """`end_phase` is called whenever every core has reached a SyncAll or the end, before
+        the cores meet (the chip settles what the phase did to L2)."""
         self.cores = cores
         self.slots = slots
         self.block_num = block_num
@@ -93,6 +100,7 @@ class Runner:
         self.observers = observers
         self.paused: dict = {}       # core id -> (generator, what it waits for)
         self.phase = 0
+        self.end_phase = end_phase
 
     def run(self, body, threads: int) -> None:
         def first(core: AICore) -> None:
@@ -108,6 +116,7 @@ class Runner:
                 first(c)
         with np.errstate(all="ignore"):
             self._interleave()
+        self.end_phase()
         for o in self.observers:
             o.phase_end(self.phase)
 
@@ -193,6 +202,7 @@ class Runner:
 
     def _meet(self) -> None:
         """SyncAll: every core waits for the slowest one, then all resume."""
+        self.end_phase()
         for o in self.observers:
             o.phase_end(self.phase)
         self.phase += 1

@@ -26,6 +26,7 @@ from .crosscore import FlagBoard
 from .errors import KernelTimeout
 from .gm import GlobalMemory, GlobalTensor
 from .host_blas import one_blas_thread
+from .l2 import L2Stats, l2_cache
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
 from .sanitizer import debug_checks
@@ -73,8 +74,10 @@ class CoreReport:
     slices: list = field(default_factory=list)
     edges: list = field(default_factory=list)
     compute_busy: list = field(default_factory=list)    # V (vector core) or M (Cube core)
-    port_busy: list = field(default_factory=list)
+    port_busy: list = field(default_factory=list)      # moves holding its port or HBM share
     peaks: dict = field(default_factory=dict)           # Space -> bytes its TPipes took
+    l2: L2Stats = field(default_factory=L2Stats)        # what its GM moves did in L2
+    bank_conflicts: tuple = (0, 0)      # vector cycles lost to UB bank-group / bank conflicts
 
     @property
     def kind(self) -> CoreKind:
@@ -115,6 +118,7 @@ class SimulatedChip:
         self.version = CHIP_MODEL_VERSION
         self.observers: list[Observer] = []
         self._memories: dict[int, dict] = {}      # core id -> its memories, kept across launches
+        self.l2 = l2_cache(chip)                  # kept across launches, as on the chip
         self._lock = threading.Lock()             # one launch at a time owns the cores
 
     # ---- memory ----
@@ -122,7 +126,9 @@ class SimulatedChip:
         self.gm.map(addr, nbytes)
 
     def unmap(self, addr: int) -> None:
+        seg = self.gm.segment_at(addr)
         self.gm.unmap(addr)
+        self.l2.drop(seg)
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
         """A copy of GM [addr, addr + nbytes)."""
@@ -132,6 +138,8 @@ class SimulatedChip:
         """Bytes (or any array, as its bytes) into GM at `addr`."""
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         self.gm.bytes(addr, raw.nbytes)[:] = raw
+        seg = self.gm.segment_at(addr)
+        self.l2.invalidate(seg, addr - seg.addr, raw.nbytes)
 
     def mapped(self, addr: int) -> bool:
         return self.gm.segment_at(addr) is not None
@@ -144,17 +152,6 @@ class SimulatedChip:
         """One synchronous copy between host and device memory (the shim's round trips)."""
         return cost_table(self.chip.arch).host_copy_us(nbytes)
 
-    def timing_signature(self, windows: Iterable[GlobalTensor | None]) -> tuple | None:
-        """What a timing-only launch's record depends on here besides its kernel, tiling, core
-        count and mode: the chip, this model's version and, of each GM window, its dtype, size
-        and address on the burst grid (the one thing of an address the timing model reads).
-        None while observers are attached: they must hear every instruction."""
-        if self.observers:
-            return None
-        grid = cost_table(self.chip.arch).burst_align_bytes
-        return (self.chip, self.version,
-                tuple(w and (w.dtype.str, w.count, w.addr % grid) for w in windows))
-
     # ---- observers ----
     def attach(self, observer: Observer) -> None:
         """Let `observer` hear every instruction and sync edge of every later launch."""
@@ -162,6 +159,19 @@ class SimulatedChip:
 
     def detach(self, observer: Observer) -> None:
         self.observers.remove(observer)
+
+    def _end_phase(self, cores: list[AICore]) -> None:
+        """A phase of the launch is over (a SyncAll, or the end): every core's moves enter L2
+        (l2.py), the cores whose reads met another's on the same lines stall for it, and the
+        next phase starts from the L2 they leave."""
+        stalls = self.l2.merge([c.l2 for c in cores])
+        phase = self.l2.phase(len(cores))
+        for c in cores:
+            stall = stalls.get(c.core_id, 0.0)
+            if stall:
+                c.timeline.align(c.timeline.end + stall)
+            c.l2_stats.add(c.l2.stats)
+            c.l2 = phase.view(c.core_id)
 
     def _core_memories(self, core_id: CoreId) -> dict:
         mem = self._memories.get(core_id)
@@ -191,8 +201,10 @@ class SimulatedChip:
                      *(debug_checks() if mode.debug else [])]
         by_id = {s.core_id: s for s in slots}
         order = [slots[i].core_id for i in core_order(name, len(slots), mode.debug)]
+        phase = self.l2.phase(len(slots))
         cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
-                        memories=self._core_memories(cid), observers=tuple(observers))
+                        memories=self._core_memories(cid), observers=tuple(observers),
+                        l2=phase.view(cid))
                  for cid in order]
         board = FlagBoard(self.chip, {s.core_id: s.group for s in slots}) \
             if kind is KernelType.MIX else None
@@ -205,8 +217,8 @@ class SimulatedChip:
             o.launch_begin(info)
         # Cores only meet where they wait for each other, so they may start on host threads;
         # the modeled time does not depend on how the host ran them.
-        Runner(cores, by_id, block_num, board, costs.flag_latency_cycles, observers).run(
-            body, min(host_threads(), len(cores)))
+        Runner(cores, by_id, block_num, board, costs.flag_latency_cycles, observers,
+               lambda: self._end_phase(cores)).run(body, min(host_threads(), len(cores)))
         left = board.unwaited() if board is not None and mode.debug else []
         if left:
             raise KernelTimeout(f"AI Core execution timed out: the launch ended with "
@@ -215,7 +227,8 @@ class SimulatedChip:
                               c.timeline.pipe_stats(), c.ub_peak,
                               recorder.slices[c.core_id] if recorder else [],
                               recorder.edges[c.core_id] if recorder else [],
-                              c.timeline.compute_busy, c.timeline.port_busy, dict(c.peaks))
+                              c.timeline.compute_busy, c.timeline.moving(), dict(c.peaks),
+                              c.l2_stats, tuple(c.bank_conflicts))
                    for c in sorted(cores, key=lambda c: c.core_id)]
         record = LaunchRecord(name, block_num, self.chip.clock_mhz,
                               costs.launch_us(launch_cores(kind, self.chip, slots)), reports,

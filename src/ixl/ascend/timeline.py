@@ -14,6 +14,8 @@ import enum
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .errors import KernelTimeout
 
 
@@ -47,7 +49,9 @@ class Timeline:
     """Dispatch and completion times for one core running kernel blocks.
 
     `free[p]` is when pipe p has finished everything issued to it; `port_busy` holds when the
-    core's path to GM is taken: MTE2 and MTE3 transfers share it, each after its own latency.
+    core's port to GM and L2 is taken (MTE2, MTE3 and the Fixpipe share it, each after its own
+    latency) and `hbm_busy` when the core's share of the chip's HBM bandwidth is (the bytes
+    HBM serves or takes: misses, bypasses, write-backs of dirty lines).
     A flag fires when its source pipe has finished its earlier work and releases the waiting
     pipe `flag_latency` cycles later.
     """
@@ -67,6 +71,7 @@ class Timeline:
     # nothing computes.
     compute_busy: list = field(default_factory=list)
     port_busy: list = field(default_factory=list)
+    hbm_busy: list = field(default_factory=list)
     last: tuple = (0.0, 0.0)          # (start, end) of the latest instruction
 
     def _dispatch(self, pipe: Pipe) -> float:
@@ -98,13 +103,22 @@ class Timeline:
             _extend(self.compute_busy, start, start + cycles)
         return self._finish(pipe, name, start, start + cycles, cycles, 0)
 
-    def transfer(self, pipe: Pipe, name: str, latency: float, cycles: float, nbytes: int) -> float:
-        """A GM move: `latency` on its own pipe, then `cycles` of the core's GM port, taken
-        from whatever port time is free from then on (MTE2 and MTE3 share the port; a move
-        dispatched later in program order may still use an earlier gap)."""
+    def transfer(self, pipe: Pipe, name: str, latency: float, cycles: float, nbytes: int,
+                 hbm_cycles: float = 0.0) -> float:
+        """A GM move: `latency` on its own pipe, then `cycles` of the core's port and
+        `hbm_cycles` of its HBM share, each taken from whatever time is free on it from then on
+        (MTE2 and MTE3 share both; a move dispatched later in program order may still use an
+        earlier gap); it ends when both are done."""
         start = self._dispatch(pipe)
-        end = _reserve(self.port_busy, start + latency, cycles)
+        ready = start + latency
+        end = _reserve(self.port_busy, ready, cycles)
+        if hbm_cycles:
+            end = max(end, _reserve(self.hbm_busy, ready, hbm_cycles))
         return self._finish(pipe, name, start, end, end - start, nbytes)
+
+    def moving(self) -> list:
+        """When the core's moves hold its port or its HBM share (sorted, disjoint)."""
+        return union(self.port_busy, self.hbm_busy)
 
     def _scalar_step(self) -> None:
         self.issued = self.scalar
@@ -235,6 +249,23 @@ def _reserve(busy: list, ready: float, cycles: float) -> float:
         left -= take
         t = end
     return t
+
+
+def union(a: list, b: list) -> list:
+    """The union of two sorted, disjoint interval lists, as one."""
+    if not b:
+        return a
+    if not a:
+        return b
+    iv = np.array(a + b, dtype=float)
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(iv[:, 1])
+    new = np.empty(len(iv), bool)
+    new[0] = True
+    new[1:] = iv[1:, 0] > reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(iv)) - 1
+    return np.column_stack([iv[starts, 0], reach[ends]]).tolist()
 
 
 def overlap(a: list, b: list) -> float:

@@ -24,6 +24,7 @@ import numpy as np
 from .errors import AicoreOutOfBound, IllegalInstruction
 from .pipe import LocalTensor
 from .timeline import Pipe
+from .ubbanks import Operand
 
 F16, F32, I16, I32 = (np.dtype(t) for t in (np.float16, np.float32, np.int16, np.int32))
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -215,6 +216,23 @@ def _count_operands(count: int, dst: LocalTensor, srcs) -> tuple[tuple, tuple]:
             (dst.access(count, "dst", const=not srcs),))
 
 
+def _issue_count(op: str, cycles: float, count: int, dst: LocalTensor, srcs) -> None:
+    """Issue a count-form instruction: its operands are contiguous from their starts, in
+    repeats of 256 bytes of the widest (UB banks: ubbanks.py)."""
+    widest = builtins.max((dst.itemsize, *(t.itemsize for t in srcs)))
+    repeats = -(-count * widest // dst.core.chip.repeat_bytes)
+    dst.core.vector_issue(op, cycles, tuple(Operand.contiguous(t.offset, count * t.itemsize)
+                                            for t in srcs),
+                          (Operand.contiguous(dst.offset, count * dst.itemsize),), repeats)
+
+
+def _issue_strided(op: str, cycles: float, operands, repeats: int) -> None:
+    """Issue a mask/repeat-form instruction: `operands` as given to `_strided` (dst first)."""
+    core = operands[0][0].core
+    ops = [Operand(t.offset, blk, rep) for t, blk, rep, _ in operands]
+    core.vector_issue(op, cycles, tuple(ops[1:]), (ops[0],), repeats)
+
+
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return F32 if dtype in (F16, BF16) else dtype
 
@@ -240,7 +258,7 @@ def _binary(op: str, fn, allowed=_ARITH):
                 cd = None if dst.dtype == F16 == src0.dtype == src1.dtype else _compute_dtype(dst.dtype)
                 fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
                    casting="unsafe")
-            core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count))
+            _issue_count(op, core.costs.vector(op, dst.itemsize, count), count, dst, (src0, src1))
             if core.observers:
                 core.observe(Pipe.V, op, *_count_operands(count, dst, ((src0, "src0"),
                                                                       (src1, "src1"))))
@@ -253,7 +271,8 @@ def _binary(op: str, fn, allowed=_ARITH):
         if idx is not None and not core.mode.timing_only:
             store, (a, b) = _elements(operands, idx, count_or_mask, repeat_times, lanes)
             store(fn(a, b, dtype=_compute_dtype(dst.dtype)))
-        core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, repeat_times * lanes))
+        _issue_strided(op, core.costs.vector(op, dst.itemsize, repeat_times * lanes), operands,
+                       repeat_times if idx is not None else 0)
         if core.observers:
             core.observe(Pipe.V, op, *_strided_operands(operands, idx))
     instr.__name__ = op
@@ -289,7 +308,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
         _check_extent(op, src, count, "src")
         if count and not core.mode.timing_only:
             dst.view(count)[...] = compute(src.view(count))
-        core.issue(Pipe.V, op, core.costs.vector(op, cost_size, count))
+        _issue_count(op, core.costs.vector(op, cost_size, count), count, dst,
+                     (src,) if reads_src else ())
         if core.observers:
             core.observe(Pipe.V, op,
                          *_count_operands(count, dst, ((src, "src"),) if reads_src else ()))
@@ -301,9 +321,10 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
     if idx is not None and not core.mode.timing_only:
         store, (x,) = _elements(operands, idx, count_or_mask, repeat_times, lanes)
         store(compute(x))
-    core.issue(Pipe.V, op, core.costs.vector(op, cost_size, repeat_times * lanes))
+    used = operands if reads_src else operands[:1]
+    _issue_strided(op, core.costs.vector(op, cost_size, repeat_times * lanes), used,
+                   repeat_times if idx is not None else 0)
     if core.observers:
-        used = operands if reads_src else operands[:1]
         core.observe(Pipe.V, op, *_strided_operands(used, idx))
 
 

@@ -73,11 +73,17 @@ def summary_table(report: Report) -> Table:
     return table
 
 
-def print_summary(report: Report) -> None:
-    """The summary table, each task that raised (its error type and message), and where the
-    results file is."""
+def print_summary(report: Report, quiet: tuple[str, ...] = ()) -> None:
+    """The summary table, each task that raised (its error type and message; errors of the
+    types in `quiet`, expected ones such as a tuning configuration that does not fit, only
+    counted), and where the results file is."""
     out.print(summary_table(report))
+    expected = [o for o in report.errors if o.error["type"] in quiet]
     for outcome in report.errors:
-        out.print(f"[red]ERROR[/] {escape(outcome.id)}: {escape(outcome.error_line())}")
+        if outcome.error["type"] not in quiet:
+            out.print(f"[red]ERROR[/] {escape(outcome.id)}: {escape(outcome.error_line())}")
+    if expected:
+        out.print(f"{len(expected)} error(s) of the expected kind "
+                  f"{', '.join(sorted({o.error['type'] for o in expected}))} (not listed)")
     if report.results:
         out.print(f"results: {report.results} (--resume continues the sweep from it)")

@@ -30,11 +30,12 @@ from ..hixl.dtypes import to_numpy
 from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, LaunchPlan, TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig
-from . import broadcast
+from . import broadcast, wide_casts
 from .broadcast import InputPlan
 from .program import BodyArgs, Step, resolve_program, scalar_inputs
 from .tiling import Tiling, largest_fit, split_cores, split_units, tile_elements
 from .ub import copy, read_scalars, spread
+from .wide_casts import WideScratch, convert_in, convert_out, needs_wide
 
 TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
 BOOL, F16, I32 = np.dtype(np.bool_), np.dtype(np.float16), np.dtype(np.int32)
@@ -62,9 +63,13 @@ class ElementwiseTiling(Tiling):
 # ---------------------------------------------------------------- host tiling
 
 def compute_dtype(dtypes: list[str], steps: tuple[Step, ...]) -> str:
-    """float16 when every value is float16 (or bool) and no body asks for float32; int32 when
-    the values are int32 (or bool) and every body computes on integers as they are (exact
-    integer arithmetic); else float32."""
+    """float16 when every value is float16 (or bool) and no body asks for float32; int32 (or
+    int64) for a Cast between integers and bool, which stays exact; int32 when the values are
+    int32 (or bool) and every body computes on integers as they are (exact integer arithmetic);
+    else float32."""
+    if all(s.body.fn is None for s in steps) and all(
+            d in ("int32", "int64", "bool") for d in dtypes) and set(dtypes) != {"bool"}:
+        return "int64" if set(dtypes) == {"int64"} else "int32"
     if "int32" in dtypes and all(d in ("int32", "bool") for d in dtypes) \
             and all(s.body.ints for s in steps):
         return "int32"
@@ -121,6 +126,8 @@ def _budget(inputs, out: TensorDesc, cdt: str, steps, config: TuningConfig,
     queued = sum(to_numpy(p.dtype).itemsize for p in streamed if not p.once) + out.itemsize
     scratch = c_isz * _scratch_count(inputs, out.dtype, cdt, steps) \
         + sum(c_isz for p in streamed if p.once)
+    if _converts_wide([p.dtype for p in inputs if p.dtype], out.dtype, steps):
+        scratch += wide_casts.SCRATCH_BYTES
     staging = sum(to_numpy(p.dtype).itemsize + c_isz for p in streamed if p.once)
     return _Budget(queued, scratch, sum(p.scalar for p in inputs), staging, config.buffers)
 
@@ -129,8 +136,22 @@ def _scratch_count(inputs, out_dtype: str, cdt: str, steps) -> int:
     """Compute-dtype buffers besides the queues: converted inputs, step results, temps."""
     converted = sum(1 for p in inputs if not p.scalar and p.dtype != cdt)
     results = len(steps) if (len(steps) > 1 or out_dtype != cdt) else 0
-    bool_stage = out_dtype == "bool" and cdt != "float16"
+    bool_stage = _zero_one(out_dtype, steps) and cdt != "float16"
     return converted + results + bool_stage + max((s.body.temps for s in steps), default=0)
+
+
+def _zero_one(out_dtype: str, steps) -> bool:
+    """A bool output made by a comparison or a logical op: its 0/1 result goes through float16
+    to bool bytes. A Cast to bool instead tests every value for nonzero (wide_casts)."""
+    return out_dtype == "bool" and steps[-1].body.fn is not None
+
+
+def _converts_wide(in_dtypes, out_dtype: str, steps) -> bool:
+    """Whether a tile needs wide_casts' scratch: an int64 input, or an int64 or bool output
+    that is not a comparison's 0/1 result."""
+    if _zero_one(out_dtype, steps):
+        return "int64" in in_dtypes
+    return needs_wide(in_dtypes, out_dtype)
 
 
 def _tuned(tile: int, config: TuningConfig, chip: ChipSpec) -> int:
@@ -167,6 +188,27 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
         or _row_segments(in_descs, out, cdt, steps, config, chip)
     return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, rows=True, **tiling,
                                                    **base))
+
+
+def plan_given_rows(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...],
+                    width: int, max_rows: int) -> ElementwiseTiling:
+    """The row layout for a kernel that hands the template tiles of its own (a Cube tile's
+    rows of `width` columns, as the vector side of a mix kernel gets them): UB rows of
+    `width` elements padded to 32 bytes, at most `max_rows` of them per tile, every input
+    streamed but single elements. Double buffered; DoesNotFit when one row does not fit."""
+    config = TuningConfig()
+    inputs, _ = broadcast.input_plans(in_descs, out.shape, scalar_inputs(steps), segmented=True)
+    cdt = compute_dtype([p.dtype for p in inputs if p.dtype] + [out.dtype], steps)
+    itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not p.scalar] + [out.itemsize]
+    pad = broadcast.row_pad(width, itemsizes, chip)
+    budget = _budget(inputs, out, cdt, steps, config, chip)
+    rows = largest_fit(lambda r: budget.bytes(chip, pad, r * pad), chip.ub_bytes, max_rows)
+    if not rows:
+        raise DoesNotFit(f"a row of {width} elements and its {len(steps)} step(s) do not fit "
+                         f"in {chip.ub_bytes} bytes of UB")
+    return ElementwiseTiling(total=out.size, per_core=0, tile=rows, out_dtype=out.dtype,
+                             compute_dtype=cdt, out_shape=out.shape, inputs=inputs, steps=steps,
+                             config=config, rows=True, row_pad=pad, segment=width)
 
 
 def _whole_rows(inputs, out, cdt, steps, config, chip) -> dict | None:
@@ -248,8 +290,11 @@ class ElementwiseKernel:
         many = len(tiling.steps) > 1 or self.out_dtype != self.cdt
         self.results = [self._scratch(cap) for _ in tiling.steps] if many else []
         self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in tiling.steps))]
+        self.zero_one = self.out_dtype == BOOL and tiling.steps[-1].body.fn is not None
         self.bool_stage = self._scratch(cap).reinterpret(np.float16) \
-            if self.out_dtype == BOOL and self.cdt != F16 else None
+            if self.zero_one and self.cdt != F16 else None
+        self.wide = WideScratch(self.pipe, cap) if _converts_wide(
+            [p.dtype for p in tiling.inputs if p.dtype], tiling.out_dtype, tiling.steps) else None
         values = read_scalars(self.pipe, ctx.chip, {i: srcs[i] for i, p in
                                                     enumerate(tiling.inputs)
                                                     if p.scalar and srcs[i] is not None})
@@ -316,6 +361,9 @@ class ElementwiseKernel:
         """`src` in the compute dtype, converted into `into` when it is another type. A bool
         input becomes float16 0/1 whatever the compute dtype: it only ever feeds a compare."""
         d = to_numpy(dtype)
+        if d == np.dtype(np.int64):
+            convert_in(into, src, count, self.wide)
+            return into
         if d == np.dtype(np.bool_):
             half = into.reinterpret(np.float16)
             asc.cast(half, src.reinterpret(np.uint8), asc.RoundMode.CAST_NONE, count)
@@ -326,10 +374,16 @@ class ElementwiseKernel:
         return into
 
     def _to_output(self, y: asc.LocalTensor, result: asc.LocalTensor, count: int) -> None:
-        if self.out_dtype == self.cdt:
-            asc.adds(y, result, 0, count)
-        elif self.out_dtype == BOOL:
+        if self.zero_one and result.dtype != BOOL:
             self._to_bool(y, result, count)
+        elif self.out_dtype in (np.dtype(np.int64), BOOL) and result.dtype != self.out_dtype:
+            convert_out(y, result, count, round_up(count, self.lanes), self.wide)
+        elif self.out_dtype == result.dtype == np.dtype(np.int64):   # a copy, bit for bit
+            asc.adds(y.reinterpret(np.int32), result.reinterpret(np.int32), 0, 2 * count)
+        elif self.out_dtype == result.dtype:
+            asc.adds(y, result, 0, count)
+        elif result.dtype == np.float16 and self.out_dtype == np.float32:   # a bool input
+            asc.cast(y, result, asc.RoundMode.CAST_NONE, count)
         else:
             asc.cast(y, result, getattr(asc.RoundMode, self.tiling.out_round), count)
 

@@ -178,7 +178,7 @@ BODIES: dict[str, Body] = {
 # ---- the model-family ops, comparisons and logic (family_ops.py), on the same template
 BODIES.update(family_ops.BODIES)
 INPUT_TYPES = family_ops.INPUT_TYPES         # an op's native input dtypes, if not FLOATS
-CAST_TYPES = FLOATS + ("int32",)
+CAST_TYPES = FLOATS + ("int32", "int64", "bool")
 TUNING_SPACE = TuningSpace(buffer_num=(1, 2, 4, 8), tile_div=(1, 2, 4), core_div=(1, 2))
 
 

@@ -109,3 +109,26 @@ def read_scalars(pipe: asc.TPipe, chip: ChipSpec, srcs: dict) -> dict:
         asc.wait_flag(asc.HardEvent.MTE2_S, 0)
         values[i] = local.get_value(0)
     return values
+
+
+def abs_int(x: asc.LocalTensor, tmp: asc.LocalTensor, n: int) -> None:
+    """x = |x| for int32 (Abs takes floats): max(x, -x)."""
+    asc.muls(tmp, x, -1, n)
+    asc.max(x, x, tmp, n)
+
+
+def floor_div(dst: asc.LocalTensor, src: asc.LocalTensor, d: int, flt: asc.LocalTensor,
+              n: int, keep: bool = False) -> None:
+    """dst = floor(src / d) (with `keep`: src mod d) for int32 values of magnitude below
+    2^22, through float32 scratch `flt`, where floor((src + 0.5) / d) is exact (the vector
+    unit has no integer division)."""
+    asc.cast(flt, src, asc.RoundMode.CAST_NONE, n)
+    asc.adds(flt, flt, 0.5, n)
+    asc.muls(flt, flt, 1.0 / d, n)
+    if not keep:
+        asc.cast(dst, flt, asc.RoundMode.CAST_FLOOR, n)
+        return
+    q = flt.reinterpret(np.int32)                        # src - d * floor(src / d)
+    asc.cast(q, flt, asc.RoundMode.CAST_FLOOR, n)
+    asc.muls(q, q, -d, n)
+    asc.add(dst, src, q, n)

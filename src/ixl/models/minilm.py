@@ -25,7 +25,7 @@ from tokenizers import Tokenizer
 from ..hixl import ArgSpec
 from ..nixl import GraphRecord
 from ..onnx import IxlBackend, IxlBackendRep
-from ..onnx.passes import cast_floats, specialize
+from ..onnx.passes import cast_floats, optimize
 from .weights import ModelUnavailable, fill_weights, require_package, weight_map
 from .weights import install_line as weights_install_line
 
@@ -131,11 +131,13 @@ class MiniLM:
         return Encoded(feeds, int(sum(enc.attention_mask)))
 
     def rep(self, length: int) -> IxlBackendRep:
-        """The graph for sequences of `length` tokens, shape arithmetic folded."""
+        """The graph for sequences of `length` tokens as an offline compiler leaves it: shape
+        arithmetic folded, the exported Erf chains put back together as Gelu (so each
+        intermediate layer's MatMul, bias and Gelu fuse into one launch)."""
         if length not in self._buckets:
             base = self.prepared
-            graph = specialize(base.graph, {s.name: ArgSpec((1, length), s.dtype)
-                                            for s in base.converted.inputs})
+            graph = optimize(base.graph, {s.name: ArgSpec((1, length), s.dtype)
+                                          for s in base.converted.inputs})
             if self.dtype != "float32":
                 graph = cast_floats(graph, self.dtype)
             self._buckets[length] = IxlBackendRep(replace(base.converted, graph=graph),

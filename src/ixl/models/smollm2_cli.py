@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from ..ascend import CHIPS, get_chip
 from ..console import out
+from ..executor.options import add_sweep_options, refuse_sweep_options
 from ..hixl import BadInput, to_numpy
 from ..nixl import GraphRecord
 from .cli import OpRow, check_texts, per_op, print_launches, print_table
@@ -24,7 +25,14 @@ def add_parser(sub) -> None:
     """Add `smollm2` to the subparsers of `ixl model`."""
     run = sub.add_parser("smollm2", help=f"{MODEL}: greedy text generation, prefill and "
                                          f"decode profiled")
-    run.add_argument("--prompt", required=True, help="the text to continue")
+    prompts = run.add_mutually_exclusive_group(required=True)
+    prompts.add_argument("--prompt", help="the text to continue")
+    prompts.add_argument("--file", metavar="PROMPTS.txt",
+                         help="continue every line of a UTF-8 file, as a sweep (--workers, "
+                              "--ray, --results, --resume)")
+    run.add_argument("--out", dest="out_file", metavar="FILE.jsonl|FILE.json",
+                     help="with --file: write each line's generation (tokens, text, ttft_us, "
+                          "tpot_us) as JSON lines or one JSON list, in line order")
     run.add_argument("--max-new-tokens", type=int, default=32, metavar="N",
                      help="tokens to generate at most (default 32; generation also stops at "
                           "the end-of-turn token)")
@@ -39,6 +47,7 @@ def add_parser(sub) -> None:
     run.add_argument("--profile", action="store_true",
                      help="also list every run of the first decode step: op, path, time, node")
     run.add_argument("--json", action="store_true", help="print one JSON document instead")
+    add_sweep_options(run)
     run.set_defaults(func=cmd_smollm2)
 
 
@@ -77,10 +86,18 @@ def phase_json(rows: list[OpRow], total: float, records: list[GraphRecord]) -> d
 
 
 def cmd_smollm2(args) -> int:
-    check_texts([args.prompt])
     get_chip(args.chip)                 # before the weights are read
     if args.max_new_tokens < 1:
         raise BadInput(f"--max-new-tokens {args.max_new_tokens}: give at least 1")
+    if args.file:
+        if args.profile:
+            raise BadInput("--profile lists the runs of one generation: use it with --prompt")
+        from .evaluate import cmd_smollm2_file
+        return cmd_smollm2_file(args)
+    refuse_sweep_options(args, "--file")
+    if args.out_file:
+        raise BadInput("--out goes with --file (the generations of a prompts file)")
+    check_texts([args.prompt])
     model = SmolLM2(args.chip, args.dtype)
     stream = not args.json
     if stream and out.is_terminal:

@@ -14,7 +14,7 @@ from the backend's package.
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
 import numpy as np
 
@@ -45,7 +45,6 @@ class Backend(Protocol):
 
     def host_copy_us(self, nbytes: int) -> float: ...
 
-    def timing_signature(self, windows: Iterable[GlobalTensor | None]) -> Hashable | None: ...
 
     def attach(self, observer: Observer) -> None: ...
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from . import log, tuning_cache
+from . import log, tiling_cache, tuning_cache
 from .backend import GmRole, Mode
 from .context import KernelContext
 from .errors import KernelStartFailed
 from .record import RunRecord
 from .registry import KernelEntry
-from .timing_cache import TIMING_CACHE, reusable, signature
 from .tuning import ConfigDoesNotFit, DoesNotFit, TuningConfig
 from .version import RUNTIME_VERSION, compatible
 
@@ -40,7 +39,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     if in_descs is None:
         in_descs = [t and t.desc for t in inputs]
     try:
-        plan = entry.tiling(in_descs, [t.desc for t in outputs], attrs, chip, config)
+        plan = tiling_cache.plan(entry.tiling, entry.op, in_descs, [t.desc for t in outputs],
+                                 attrs, chip, config)
     except DoesNotFit as refused:
         if not chosen:
             raise
@@ -60,7 +60,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
     try:
         ws = (backend.window(workspace.addr, workspace.desc.np_dtype, plan.workspace_bytes,
                              "workspace") if workspace else None)
-        names = entry.arg_names or [*entry.schema.input_names(len(inputs)), *entry.schema.outputs]
+        names = entry.arg_names or [*entry.schema.input_names(len(inputs)),
+                                     *entry.schema.output_names(len(outputs))]
         tensors = [t and backend.window(t.addr, t.desc.np_dtype, t.desc.storage_size, n)
                    for t, n in zip((*inputs, *outputs), names)]
         log.launch(entry.op, name, chip.name,
@@ -68,15 +69,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
                     for i, (n, t) in enumerate(zip(names, (*inputs, *outputs))) if t], plan, ws)
 
         mode = Mode(debug=device.debug, timing_only=device.timing_only, record=device.record)
-        key = signature(entry.kernel, entry.kind, plan, mode, backend, [*tensors, ws]) \
-            if reusable(device) else None
-        record.launch = TIMING_CACHE.get(key) if key is not None else None
-        if record.launch is not None:
-            return record
-        cores = []
 
         def body(core):
-            cores.append(core)
             ctx = KernelContext.of(core, plan.tiling, chip, ws)
             return entry.kernel(ctx, *tensors)      # a generator when the kernel waits for others
 
@@ -84,9 +78,8 @@ def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: d
                  for i in range(len(inputs))] + [GmRole.OUTPUT] * len(outputs)
         args = [(t, r) for t, r in zip(tensors, roles) if t]
         args += [(ws, GmRole.WORKSPACE)] if ws else []
-        record.launch = backend.launch(name, body, plan.block_dim, mode, args, entry.kind)
-        if key is not None and not any(c.scalar_reads for c in cores):
-            TIMING_CACHE.put(key, record.launch)
+        record.launch = backend.launch(name, body, plan.block_dim, mode, args,
+                                       plan.kind or entry.kind)
     finally:
         if workspace is not None:
             workspace.free()

@@ -28,3 +28,14 @@ def launch(op: str, kernel: str, chip: str, tensors: list, plan, workspace) -> N
 def shim(op: str, reason: str) -> None:
     if enabled():
         print(f"[ixl] shim {op}: {reason}", file=sys.stderr)
+
+
+def tiling_cache(op: str, hit: bool, hits: int, misses: int) -> None:
+    if enabled():
+        print(f"[ixl] tiling cache {'hit' if hit else 'miss'} {op} (hits {hits}, "
+              f"misses {misses})", file=sys.stderr)
+
+
+def note(message: str) -> None:
+    if enabled():
+        print(f"[ixl] {message}", file=sys.stderr)

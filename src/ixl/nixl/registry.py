@@ -19,11 +19,14 @@ from .tuning import TuningSpace
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """What the host tiling function decides: cores, tiling data, workspace."""
+    """What the host tiling function decides: cores, tiling data, workspace, and (when the
+    case decides it) the kernel type: a Gemm whose epilogue needs the vector cores runs as a
+    mix kernel, one the Fixpipe finishes on the Cube alone."""
 
     block_dim: int
     tiling: Any                 # a dataclass the kernel reads (TilingData)
     workspace_bytes: int = 0
+    kind: KernelType | None = None     # None: the entry's kind
 
 
 @dataclass

@@ -4,8 +4,9 @@ A `TuningConfig` says how a kernel may tile: slots per queue, the tile (in eleme
 fraction of the largest that fits), the cores, and the accumulation type of reductions. Launch
 validates it once (a dict, as `dev.run(..., config={...})` and the tuning cache give it, is
 converted there) and hands it to the host tiling function, whose tiling data carries it. A field
-left unset means the kernel's default. Later families add their own fields here (the Cube's
-base_m, base_n, base_k).
+left unset means the kernel's default. The Cube's kernels (MatMul, Gemm, Conv) add theirs: the
+base block of one Mmad (base_m, base_n, base_k), the L1 chunk in base_k steps (step_k), L0
+double buffering (l0_buffers; buffer_num is L1's) and the float32 precision (hf32).
 
 A `TuningSpace` is the set of configurations `ixl tune` sweeps for a kernel, declared as data on
 its KernelEntry.
@@ -55,9 +56,16 @@ class TuningConfig:
     tile_div: int | None = None     # or the largest tile that fits, divided by this
     block_dim: int | None = None    # at most this many cores
     accumulate: str | None = None   # reductions' accumulation type (float16: R13's pitfall)
+    base_m: int | None = None       # the Cube: rows of one Mmad (and of one output tile)
+    base_n: int | None = None       # ... its columns
+    base_k: int | None = None       # ... and its K
+    step_k: int | None = None       # base_k steps per L1 chunk of A and B
+    l0_buffers: int | None = None   # L0A / L0B slots: 1 single, 2 double buffering
+    hf32: bool | None = None        # float32 products as HF32 (2x the rate, 11-bit mantissas)
 
     def __post_init__(self) -> None:
-        for name in ("buffer_num", "tile", "tile_div", "block_dim"):
+        for name in ("buffer_num", "tile", "tile_div", "block_dim", "base_m", "base_n",
+                     "base_k", "step_k", "l0_buffers"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):
@@ -66,6 +74,12 @@ class TuningConfig:
         if self.tile is not None and self.tile_div is not None:
             raise InvalidTuningConfig("give tile or tile_div, not both (tile_div divides the "
                                       "largest tile that fits; tile sets it)")
+        if self.hf32 is not None and not isinstance(self.hf32, bool):
+            raise InvalidTuningConfig(f"tuning field hf32 must be true or false, got "
+                                      f"{self.hf32!r}")
+        if self.l0_buffers is not None and self.l0_buffers > 2:
+            raise InvalidTuningConfig(f"tuning field l0_buffers must be 1 or 2 (single or "
+                                      f"double buffering of L0A and L0B), got {self.l0_buffers}")
         if self.accumulate is not None and self.accumulate not in ACCUMULATE:
             raise InvalidTuningConfig(f"tuning field accumulate must be one of "
                                       f"{', '.join(ACCUMULATE)}, got {self.accumulate!r}")
@@ -98,6 +112,12 @@ class TuningConfig:
             raise InvalidTuningConfig(f"tuning field buffer_num must be from 1 to {most} (the "
                                       f"event ids of one queue position on {chip.name}), got "
                                       f"{self.buffer_num}")
+        for name in ("base_m", "base_n", "base_k"):
+            value = getattr(self, name)
+            if value is not None and (value % chip.fractal_rows or value > chip.mmad_max_mnk):
+                raise InvalidTuningConfig(
+                    f"tuning field {name} must be a multiple of {chip.fractal_rows} (a fractal) "
+                    f"up to {chip.mmad_max_mnk} (an Mmad's m, n, k), got {value}")
 
     def only(self, allowed: tuple[str, ...], kernels: str) -> TuningConfig:
         """Self, when it sets no field but `allowed`: a kernel never ignores a field."""
@@ -134,15 +154,36 @@ def _plain(value):
     return int(value) if hasattr(value, "dtype") and value.dtype.kind in "iu" else value
 
 
+LADDER = (("single buffer", {"buffer_num": 1}), ("double buffer", {"buffer_num": 2}),
+          ("4-slot pipeline", {"buffer_num": 4}))
+
+
 @dataclass(frozen=True)
 class TuningSpace:
-    """The configurations `ixl tune` sweeps, in this order: slots per queue, fractions of the
-    largest tile, and fractions of the cores (block_dim = cores // core_div)."""
+    """The configurations `ixl tune` sweeps: every combination of the values given, in this
+    order: slots per queue, L0 slots, the Cube's base block, fractions of the largest tile and
+    fractions of the cores (block_dim = cores // core_div, counted in `core_kind`). A field
+    with no values is not swept (the kernel's default). `ladder` names the configurations the
+    tuning ladder shows before the best of the sweep."""
 
     buffer_num: tuple[int, ...] = (1, 2, 4, 8)
     tile_div: tuple[int, ...] = (1, 2, 4)
     core_div: tuple[int, ...] = (1, 2)
+    l0_buffers: tuple[int, ...] = ()
+    base_m: tuple[int, ...] = ()
+    base_n: tuple[int, ...] = ()
+    base_k: tuple[int, ...] = ()
+    core_kind: str = "aiv"          # what block_dim counts: "aiv" or "aic" cores
+    ladder: tuple = LADDER
 
     def points(self, chip: ChipSpec) -> list[TuningConfig]:
-        return [TuningConfig(buffer_num=b, tile_div=d, block_dim=chip.aiv_cores // c)
-                for b in self.buffer_num for d in self.tile_div for c in self.core_div]
+        cores = chip.aic_cores if self.core_kind == "aic" else chip.aiv_cores
+        axes = [("buffer_num", self.buffer_num), ("l0_buffers", self.l0_buffers),
+                ("base_m", self.base_m), ("base_n", self.base_n), ("base_k", self.base_k),
+                ("tile_div", self.tile_div),
+                ("block_dim", tuple(cores // c for c in self.core_div))]
+        points = [{}]
+        for name, values in axes:
+            if values:
+                points = [{**p, name: v} for p in points for v in values]
+        return [TuningConfig(**p) for p in points]

@@ -1,8 +1,20 @@
 """`IxlBackend`: ONNX's backend interface over ixl. A model becomes an ixl graph that runs node
-by node on a simulated Ascend chip: native kernels where ported, the shim elsewhere."""
+by node on a simulated Ascend chip: native kernels where ported, the shim elsewhere.
+
+A model is prepared once and runs any input shape (named dims within their declared ranges,
+if given). At each call the host specialises the graph to the inputs' shapes, and to the
+values of inputs read only as shapes, axes or counts, as an offline compiler does for one
+input shape: what depends on constants, shapes and those values (the shape arithmetic a
+dynamic-shape export leaves: Shape, Size, Constant, ConstantOfShape, Range and the integer ops
+over their results; weight transforms) is evaluated there, never launched, and shows in the
+run's record as host work taking no device time. Specialisations are cached by those shapes
+and values, as the kernels' host tilings are (nixl.tiling_cache). Optional shape buckets pad named dims up to a multiple (zeros, for models
+that mask padding, as an attention mask does) and crop the outputs' dims of the same names.
+"""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -10,22 +22,33 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
-from ..hixl import BadInput
+from ..hixl import ArgSpec, BadInput
 from ..hixl.dtypes import name_of
-from ..nixl import device
+from ..nixl import GraphRecord, RunRecord, device, log
+from ..nixl.graph import Graph
 from .convert import Converted, convert
+from .passes import host_only_inputs, specialized
+
+SPECIALISATIONS = 64        # per prepared model ([U]: a bound on memory)
 
 
 class IxlBackendRep(BackendRep):
     """A converted model, ready to run on `chip`; each run uses a fresh device, so a leak shows
-    at its close, and keeps the run's GraphRecord in `last_graph`."""
+    at its close, and keeps the run's GraphRecord in `last_graph`. `dim_ranges` bounds named
+    dims ({"sequence": (1, 512)}); `buckets` pads named dims up to a multiple."""
 
-    def __init__(self, converted: Converted, chip: str = "910B1", debug: bool | None = None):
+    def __init__(self, converted: Converted, chip: str = "910B1", debug: bool | None = None,
+                 dim_ranges: dict | None = None, buckets: dict | None = None):
         self.converted = converted
         self.graph = converted.graph
         self.chip = chip
         self.debug = debug
+        self.dim_ranges = dict(dim_ranges or {})
+        self.buckets = check_buckets(buckets or {})
         self.last_graph = None
+        self.host_only = host_only_inputs(self.graph)
+        self._calls: dict = {}          # specialisations by input shapes and host values
+        self._lock = threading.Lock()
 
     def feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         """Inputs by position (a list or one array) or by name (a dict), checked against the
@@ -47,7 +70,7 @@ class IxlBackendRep(BackendRep):
             if name_of(array.dtype) != spec.dtype:
                 raise BadInput(f"input {spec.name} is {array.dtype}, the model declares "
                                  f"{spec.dtype}")
-            check_shape(spec, array.shape)
+            check_shape(spec, array.shape, self.dim_ranges)
             feeds[spec.name] = array
         return feeds
 
@@ -57,24 +80,105 @@ class IxlBackendRep(BackendRep):
         nodes as fused kernels; with `timing_only`, only the modeled time (no data math,
         outputs meaningless). Inputs are checked before anything is allocated."""
         feeds = self.feeds(inputs)
+        feeds, sizes = pad_to_buckets(self.converted, feeds, self.buckets)
         if dev is not None:
-            return self._run_on(dev, feeds, fuse)
-        with device(self.chip, debug=self.debug, timing_only=timing_only) as fresh:
-            return self._run_on(fresh, feeds, fuse)
+            values = self._run_on(dev, feeds, fuse)
+        else:
+            with device(self.chip, debug=self.debug, timing_only=timing_only) as fresh:
+                values = self._run_on(fresh, feeds, fuse)
+        values = crop_to_sizes(self.converted, values, sizes)
+        return namedtupledict("Outputs", self.graph.outputs)(*values)
 
-    def _run_on(self, dev, feeds: dict, fuse: bool) -> tuple[np.ndarray, ...]:
-        outputs = dev.run_graph(self.graph, feeds, fuse=fuse)
-        self.last_graph = dev.last_graph
+    def _run_on(self, dev, feeds: dict, fuse: bool) -> list[np.ndarray]:
+        graph, host_nodes = self.specialise(feeds)
+        outputs = dev.run_graph(graph, {n: a for n, a in feeds.items() if n in graph.inputs},
+                                fuse=fuse)
+        host = [RunRecord(node.op, dev.chip.name, "host", shapes, dtype, nodes=[node.name],
+                          reason="shape arithmetic, evaluated on the host: no launch",
+                          attrs=node.attrs) for node, shapes, dtype in host_nodes]
+        dev.stream.extend(host)
+        self.last_graph = GraphRecord(host + dev.last_graph.runs)
         try:
-            values = [outputs[name].numpy() for name in self.graph.outputs]
+            return [outputs[name].numpy() for name in self.graph.outputs]
         finally:
             for t in outputs.values():
                 t.free()
-        return namedtupledict("Outputs", self.graph.outputs)(*values)
+
+    def specialise(self, feeds: dict) -> tuple[Graph, list[tuple]]:
+        """The graph for these inputs: their shapes fixed, the values of inputs read only as
+        shapes known, what the host can compute folded. Returns it and the folded nodes
+        (node, input shapes, dtype), cached by the shapes and values."""
+        fixed = {n: a for n, a in feeds.items() if n in self.host_only}
+        specs = {n: ArgSpec(a.shape, name_of(a.dtype)) for n, a in feeds.items()
+                 if n not in fixed}
+        key = (tuple(sorted((n, s.shape, s.dtype) for n, s in specs.items())),
+               tuple(sorted((n, a.dtype.str, a.shape, a.tobytes()) for n, a in fixed.items())))
+        with self._lock:
+            hit = self._calls.get(key)
+        if log.enabled():
+            log.note(f"shape specialisation {'hit' if hit else 'miss'}: "
+                     f"{dict((n, s.shape) for n, s in specs.items())}")
+        if hit is not None:
+            return hit
+        graph, known = specialized(self.graph, specs, fixed, keep_outputs=False)
+        kept = {id(node) for node in known.kept}
+        host_nodes = [(node, [known.specs[n].shape for n in node.inputs if n in known.specs],
+                       _dtype(node, known)) for node in self.graph.nodes if id(node) not in kept]
+        with self._lock:
+            if len(self._calls) >= SPECIALISATIONS:
+                self._calls.pop(next(iter(self._calls)))
+            self._calls[key] = (graph, host_nodes)
+        return graph, host_nodes
 
 
-def check_shape(spec, shape: tuple) -> None:
-    """A given input must match the model's declared static dims (symbolic ones take any)."""
+def _dtype(node, known) -> str | None:
+    first = next((n for n in (*node.inputs, *node.outputs) if n in known.specs), None)
+    return None if first is None else known.specs[first].dtype
+
+
+def check_buckets(buckets: dict) -> dict:
+    """Named dim -> multiple ("*" for every named dim), each a positive integer."""
+    for name, size in buckets.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise BadInput(f"bucket {name}={size!r}: a bucket is a positive integer")
+    return dict(buckets)
+
+
+def pad_to_buckets(converted: Converted, feeds: dict, buckets: dict) -> tuple[dict, dict]:
+    """Each named input dim with a bucket padded with zeros up to a multiple of it; returns
+    the feeds and the real size of each padded dim name."""
+    if not buckets:
+        return feeds, {}
+    sizes, padded = {}, {}
+    for spec in converted.inputs:
+        array = feeds[spec.name]
+        widths = []
+        for d, n in zip(spec.shape, array.shape):
+            bucket = buckets.get(d, buckets.get("*")) if isinstance(d, str) else None
+            if bucket is None:
+                widths.append((0, 0))
+                continue
+            sizes[d] = n
+            widths.append((0, -(-n // bucket) * bucket - n))
+        padded[spec.name] = np.pad(array, widths) if any(w for _, w in widths) else array
+    return padded, sizes
+
+
+def crop_to_sizes(converted: Converted, values: list, sizes: dict) -> list:
+    """Outputs cut back along the named dims that were padded."""
+    if not sizes:
+        return values
+    out = []
+    for spec, value in zip(converted.outputs, values):
+        cut = tuple(slice(0, sizes[d]) if isinstance(d, str) and d in sizes else slice(None)
+                    for d in spec.shape)
+        out.append(value[cut] if len(cut) == value.ndim else value)
+    return out
+
+
+def check_shape(spec, shape: tuple, ranges: dict | None = None) -> None:
+    """A given input must match the model's declared static dims; a named dim takes any size,
+    within its range when one is given ({name: (lowest, highest)})."""
     declared = spec.shape
     fits = len(declared) == len(shape) and all(
         not isinstance(d, int) or d == g for d, g in zip(declared, shape))
@@ -82,6 +186,11 @@ def check_shape(spec, shape: tuple) -> None:
         raise BadInput(f"input {spec.name} has shape {list(shape)}, the model declares "
                          f"{list(declared)} (named dims take any size, numbered ones must "
                          f"match)")
+    for d, g in zip(declared, shape):
+        low, high = (ranges or {}).get(d, (0, None)) if isinstance(d, str) else (0, None)
+        if g < low or (high is not None and g > high):
+            raise BadInput(f"input {spec.name}: dim {d} is {g}, outside its declared range "
+                           f"[{low}, {high}]")
 
 
 def load_model(source) -> onnx.ModelProto:
@@ -106,14 +215,15 @@ class IxlBackend(Backend):
 
     @classmethod
     def prepare(cls, model, device: str = "CPU", chip: str = "910B1",
-                debug: bool | None = None, **kwargs: Any) -> IxlBackendRep:
+                debug: bool | None = None, dim_ranges: dict | None = None,
+                buckets: dict | None = None, **kwargs: Any) -> IxlBackendRep:
         """`model` is an onnx.ModelProto or the path of an .onnx file."""
         model = load_model(model)
         try:
             super().prepare(model, device, **kwargs)      # onnx.checker
         except onnx.checker.ValidationError as e:
             raise BadInput(f"the model is not valid ONNX: {e}") from None
-        return IxlBackendRep(convert(model), chip, debug)
+        return IxlBackendRep(convert(model), chip, debug, dim_ranges, buckets)
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

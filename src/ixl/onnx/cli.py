@@ -11,7 +11,7 @@ from ..ascend import CHIPS
 from ..console import out
 from ..files import load_npy
 from ..hixl import ArgSpec, BadInput, to_numpy
-from .backend import IxlBackend, IxlBackendRep, check_shape, load_model
+from .backend import IxlBackend, IxlBackendRep, check_shape, load_model, pad_to_buckets
 from .support import inspect_model
 from .passes import optimize
 from .reference import compare_outputs, reference_outputs
@@ -31,6 +31,11 @@ def add_parser(subparsers) -> None:
     run.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
                      help="the size of a named (symbolic) input dim, for --random")
     run.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    run.add_argument("--bucket", action="append", default=[], metavar="[NAME=]SIZE",
+                     help="pad named input dims up to a multiple of SIZE with zeros (every "
+                          "named dim, or only NAME) and crop the outputs' dims of the same "
+                          "names: fewer distinct shapes to prepare, for models that mask "
+                          "padding (as an attention mask does)")
     run.add_argument("--fixed", action="append", default=[], metavar="NAME",
                      help="treat input NAME's value as known in advance: what depends only on "
                           "it (an attention mask's arithmetic) folds into constants")
@@ -125,21 +130,38 @@ def gather_feeds(rep: IxlBackendRep, args) -> dict[str, np.ndarray]:
     return feeds
 
 
+def parse_buckets(items: list[str]) -> dict[str, int]:
+    """--bucket SIZE (every named dim) or NAME=SIZE."""
+    buckets: dict[str, int] = {}
+    for item in items:
+        name, sep, text = item.rpartition("=")
+        name = name if sep else "*"
+        if not text.isdigit() or int(text) < 1 or (sep and not name):
+            raise BadInput(f"--bucket {item!r} does not parse: use SIZE or NAME=SIZE, SIZE a "
+                           f"positive integer")
+        if name in buckets:
+            raise BadInput(f"--bucket {name} is given twice")
+        buckets[name] = int(text)
+    return buckets
+
+
 def prepared(model, args) -> tuple[dict, IxlBackendRep]:
-    """The feeds, and the model as it will run (optimised for these input shapes and fixed
-    values unless --no-optimize)."""
-    rep = IxlBackend.prepare(model, chip=args.chip, debug=args.debug)
+    """The feeds, and the model as it will run (optimised for these input shapes, padded to
+    their buckets, and fixed values unless --no-optimize)."""
+    buckets = parse_buckets(args.bucket)
+    rep = IxlBackend.prepare(model, chip=args.chip, debug=args.debug, buckets=buckets)
     feeds = gather_feeds(rep, args)
     rep.feeds(feeds)                       # dtypes and shapes against the declared ones
     if args.no_optimize:
         return feeds, rep
     fixed = {n: feeds[n] for n in args.fixed}
+    padded, _ = pad_to_buckets(rep.converted, feeds, buckets)
     shapes = {n: ArgSpec(a.shape, s.dtype) for s in rep.converted.inputs
-              for n, a in [(s.name, feeds[s.name])] if n not in fixed}
+              for n, a in [(s.name, padded[s.name])] if n not in fixed}
     graph = optimize(rep.graph, shapes, fixed)
     inputs = [s for s in rep.converted.inputs if s.name not in fixed]
     converted = type(rep.converted)(graph, inputs, rep.converted.outputs, rep.converted.opset)
-    return feeds, IxlBackendRep(converted, args.chip, args.debug)
+    return feeds, IxlBackendRep(converted, args.chip, args.debug, buckets=buckets)
 
 
 def cmd_run(args) -> int:
@@ -181,13 +203,16 @@ def print_check(names, results, expected, source: str, tolerance: float) -> int:
 
 def print_profile(rep: IxlBackendRep) -> None:
     record = rep.last_graph
-    table = Table(title=f"{len(record.runs)} nodes on {rep.chip}")
-    for col in ("node", "op", "path", "kernel / why the shim", "modeled us"):
+    table = Table(title=f"{len(record.runs)} runs on {rep.chip}")
+    for col in ("node (+ the others fused in)", "op", "path", "kernel / why not native",
+                "modeled us"):
         table.add_column(col)
-    for node, run in zip(rep.graph.nodes, record.runs):
-        path = "[green]native[/]" if run.path == "native" else "[yellow]shim[/]"
-        table.add_row(node.name, node.op, path, run.kernel or run.reason or "-",
-                      f"{run.time_us:.2f}")
+    colour = {"native": "green", "view": "green", "host": "cyan"}
+    for run in record.runs:
+        more = f" (+{len(run.nodes) - 1})" if len(run.nodes) > 1 else ""
+        path = f"[{colour.get(run.path, 'yellow')}]{run.path}[/]"
+        table.add_row((run.nodes[0] if run.nodes else "-") + more, run.op, path,
+                      run.kernel or run.reason or "-", f"{run.time_us:.2f}")
     out.print(table)
 
 
@@ -207,10 +232,12 @@ def print_by_op(rep: IxlBackendRep) -> None:
         table.add_row(op, path, str(count), f"{us:.1f}", f"{100 * us / total:.1f}%")
     out.print(table)
     shims = sum(1 for r in record.runs if r.path == "shim")
+    host = sum(1 for r in record.runs if r.path == "host")
     native = sum(r.time_us for r in record.runs if r.path == "native")
     out.print(f"modeled time {record.time_us:.2f} us: {record.launches} launches "
               f"({record.launch_us:.2f} us of launch overhead), {shims} node(s) on the shim, "
-              f"{100 * native / total:.1f}% of the time on the native path")
+              f"{host} evaluated on the host, {100 * native / total:.1f}% of the time on the "
+              f"native path")
 
 
 def cmd_inspect(args) -> int:

@@ -52,12 +52,13 @@ class Known:
 
 
 def propagate(graph: Graph, specs: dict[str, ArgSpec] | None = None,
-              values: dict[str, np.ndarray] | None = None, evaluate: bool = False) -> Known:
+              values: dict[str, np.ndarray] | None = None, evaluate: bool = False,
+              keep_outputs: bool = True) -> Known:
     """Walk `graph` in order. A node whose inputs are all known values (or that reads only its
     input's shape) is computed on the host with its golden; an If whose condition is known is
     replaced by its branch; every other node is checked and its output specs inferred, where
     its input specs are known. With `evaluate`, every node is computed (all inputs given);
-    otherwise nodes producing graph outputs stay nodes."""
+    otherwise nodes producing graph outputs stay nodes, unless not `keep_outputs`."""
     values = {**graph.constants, **(values or {})}
     specs = {**(specs or {}), **{n: ArgSpec(np.shape(v), name_of(np.asarray(v).dtype))
                                  for n, v in values.items()}}
@@ -72,7 +73,8 @@ def propagate(graph: Graph, specs: dict[str, ArgSpec] | None = None,
             continue
         readable = all(not n or n in values or (node.op in SHAPE_ONLY and n in specs)
                        for n in node.inputs)
-        if readable and (evaluate or not set(node.outputs) & set(graph.outputs)):
+        if readable and (evaluate or not keep_outputs
+                         or not set(node.outputs) & set(graph.outputs)):
             arrays = [None if not n else values[n] if n in values else _probe(specs[n])
                       for n in node.inputs]
             for name, array in zip(node.outputs, schema.reference(*arrays, **node.attrs)):
@@ -112,18 +114,60 @@ def _pruned(graph: Graph, known: Known, inputs: list[str]) -> Graph:
 
 
 def specialize(graph: Graph, inputs: dict[str, ArgSpec],
-               fixed: dict[str, np.ndarray] | None = None) -> Graph:
+               fixed: dict[str, np.ndarray] | None = None, keep_outputs: bool = True) -> Graph:
     """`graph` with its inputs fixed to `inputs` (shape and dtype per graph input) and every
-    node computable on the host folded into a constant. Inputs in `fixed` are fixed in value
-    too (an attention mask known in advance): they leave the graph's inputs and what depends
-    only on them and on constants folds. Shapes are checked as they propagate, so inputs that
-    do not fit fail here rather than midway through a run."""
+    node computable on the host folded into a constant (with not `keep_outputs`, graph
+    outputs too); no-op Casts and Identity chains then vanish. Inputs in `fixed` are fixed in
+    value too (an attention mask known in advance): they leave the graph's inputs and what
+    depends only on them and on constants folds. Shapes are checked as they propagate, so
+    inputs that do not fit fail here rather than midway through a run."""
+    return specialized(graph, inputs, fixed, keep_outputs)[0]
+
+
+def specialized(graph: Graph, inputs: dict[str, ArgSpec],
+                fixed: dict[str, np.ndarray] | None = None, keep_outputs: bool = True
+                ) -> tuple[Graph, Known]:
+    """`specialize`, and what the walk knew (the nodes it folded are those not kept)."""
     fixed = fixed or {}
     missing = [n for n in graph.inputs if n not in inputs and n not in fixed]
     if missing:
         raise BadInput(f"specialize: no shape given for graph input(s) {', '.join(missing)}")
-    known = propagate(graph, inputs, fixed)
-    return _pruned(graph, known, [n for n in graph.inputs if n not in fixed])
+    known = propagate(graph, inputs, fixed, keep_outputs=keep_outputs)
+    pruned = _pruned(graph, known, [n for n in graph.inputs if n not in fixed])
+    return drop_noops(pruned, known.specs), known
+
+
+def drop_noops(graph: Graph, specs: dict[str, ArgSpec]) -> Graph:
+    """Identity nodes and Casts to the dtype they read vanish: their readers read their input
+    instead. One that produces a graph output stays (the output must be produced)."""
+    rename: dict[str, str] = {}
+    nodes = []
+    for node in graph.nodes:
+        node = replace(node, inputs=tuple(rename.get(n, n) for n in node.inputs))
+        source = node.inputs[0] if node.inputs else ""
+        noop = node.op == "Identity" or (node.op == "Cast" and source in specs
+                                         and specs[source].dtype == node.attrs.get("to"))
+        if noop and source and node.outputs[0] not in graph.outputs:
+            rename[node.outputs[0]] = source
+            continue
+        nodes.append(node)
+    return prune_constants(Graph(list(graph.inputs), list(graph.outputs), nodes,
+                                 dict(graph.constants)))
+
+
+def host_only_inputs(graph: Graph) -> set[str]:
+    """Graph inputs read only as host inputs (shapes, axes, k, starts: what the host reads to
+    size outputs) and not themselves graph outputs: the host may take their values as known
+    at each call, so the arithmetic on them folds."""
+    uses: dict[str, bool] = {n: True for n in graph.inputs if n not in graph.outputs}
+    read = set()
+    for node in graph.nodes:
+        schema = get_op(node.op)
+        for name, declared in zip(node.inputs, schema.input_names(len(node.inputs))):
+            if name in uses:
+                read.add(name)
+                uses[name] &= schema.declared(declared) in schema.host_inputs
+    return {n for n, host in uses.items() if host and n in read}
 
 
 def fold_constants(graph: Graph) -> Graph:

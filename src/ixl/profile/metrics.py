@@ -11,6 +11,14 @@ aic_mac_ratio x aic_time(us). The rest:
   compute unit (vector, or Cube) is idle, i.e. moves not hidden behind compute; averaged over
   cores.
 - bubble_ratio: the share of each core's time in which its bound pipe is idle.
+- L2, in msprof's L2Cache words (bytes, where msprof counts requests): l2_total_cache_hit_rate
+  (requests L2 served or absorbed in lines it held), the read and write hits and
+  miss-allocates, bypasses (CacheMode.DISABLE), victim write-backs of dirty lines, and
+  hbm_bytes against l2_bytes (what crossed the HBM interface vs what L2 served or absorbed).
+- UB bank conflicts, in msprof's ResourceConflictRatio words: aiv_vec_bankgroup_cflt_ratio and
+  aiv_vec_bank_cflt_ratio are the vector cycles lost to two reads or two writes in one bank
+  group, and to a read and a write in one bank, over the vector pipe's busy cycles;
+  aiv_vec_total_cflt_ratio is their sum (ascend/ubbanks.py).
 - cube_tflops: the Mmads' 2 m n k over the task duration, against cube_peak_tflops = AIC cores x
   8192 flop per cycle (16 x 16 x 16 fp16 multiply-adds) x clock [CUBEPERF]; cube_util is their
   ratio (for float32 inputs the Cube's own peak is a quarter of it, HF32 half).
@@ -22,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..ascend.core import CoreKind
 from ..ascend.costs import cost_table
+from ..ascend.l2 import L2Stats
 from ..ascend.observe import Space
 from ..ascend.simulator import LaunchRecord
 from ..ascend.timeline import Pipe, length, overlap
@@ -71,6 +80,7 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
         total = sum(c.cycles for c in aiv) or 1.0
         for pipe, key in VECTOR_PIPES.items():
             v[key] = round(sum(_busy(c, pipe) for c in aiv) / total, 4)
+        _bank_values(v, aiv)
     if aic:
         _cube_values(v, aic, chip, clock, rec.time_us)
 
@@ -91,6 +101,7 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
     v["achieved_bandwidth(GB/s)"] = round(achieved, 2)
     v["peak_bandwidth(GB/s)"] = round(peak, 2)
     v["bandwidth_util"] = round(achieved / peak, 4) if peak else 0.0
+    l2 = _l2_values(v, cores)
     v["ub_peak_bytes"] = max((c.ub_peak for c in cores), default=0)
     v["launch_share"] = round(rec.launch_us / rec.time_us, 4) if rec.time_us else 0.0
 
@@ -107,6 +118,7 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
         if not aiv or max(c.cycles for c in aic) >= max(c.cycles for c in aiv):
             v["bound_pipe"] = bound
         findings += _cube_findings(v, shares, unhidden)
+    findings += _l2_findings(v, l2)
     if v["launch_share"] > 0.3:
         findings.append(f"launch overhead is {v['launch_share']:.0%} of the time: fuse small "
                         "kernels or batch launches")
@@ -130,6 +142,61 @@ def _cube_values(v: dict, aic: list, chip, clock: float, time_us: float) -> None
     v["cube_util"] = round(achieved / peak, 4) if peak else 0.0
     v["l1_peak_bytes"] = max(c.peaks.get(Space.L1, 0) for c in aic)
     v["l0c_peak_bytes"] = max(c.peaks.get(Space.L0C, 0) for c in aic)
+
+
+def _bank_values(v: dict, aiv: list) -> None:
+    vec = sum(_busy(c, Pipe.V) for c in aiv)
+    group = sum(c.bank_conflicts[0] for c in aiv)
+    bank = sum(c.bank_conflicts[1] for c in aiv)
+    v["aiv_vec_bankgroup_cflt_ratio"] = round(group / vec, 4) if vec else 0.0
+    v["aiv_vec_bank_cflt_ratio"] = round(bank / vec, 4) if vec else 0.0
+    v["aiv_vec_total_cflt_ratio"] = round((group + bank) / vec, 4) if vec else 0.0
+
+
+def _l2_values(v: dict, cores: list) -> L2Stats:
+    """What the launch's GM moves did in L2 (module doc), summed over its cores."""
+    l2 = L2Stats()
+    for c in cores:
+        l2.add(c.l2)
+    hits = l2.read_hit + l2.write_hit
+    v["l2_total_cache_hit_rate"] = round(hits / l2.requests, 4) if l2.requests else 0.0
+    v["l2_read_cache_hit(bytes)"] = l2.read_hit
+    v["l2_read_cache_miss_allocate(bytes)"] = l2.read_miss
+    v["l2_write_cache_hit(bytes)"] = l2.write_hit
+    v["l2_write_cache_miss_allocate(bytes)"] = l2.write_miss
+    v["l2_bypass_read(bytes)"] = l2.bypass_read
+    v["l2_bypass_write(bytes)"] = l2.bypass_write
+    v["l2_victim_writeback(bytes)"] = l2.writeback
+    v["hbm_bytes"] = l2.hbm_bytes
+    v["l2_bytes"] = l2.l2_bytes
+    # gm_bytes counts what L2 absorbed too; HBM's own traffic is what its peak bounds
+    hbm = l2.hbm_bytes / (v["task_duration(us)"] * 1e3) if v["task_duration(us)"] else 0.0
+    v["hbm_bandwidth(GB/s)"] = round(hbm, 2)
+    v["hbm_bandwidth_util"] = round(hbm / v["peak_bandwidth(GB/s)"], 4) \
+        if v["peak_bandwidth(GB/s)"] else 0.0
+    v["l2_same_line_stall_total_cycles"] = round(l2.stall_cycles, 1)    # summed over cores
+    return l2
+
+
+def _l2_findings(v: dict, l2: L2Stats) -> list[str]:
+    """What L2 did for the launch, and what a kernel can do about it [L2M][L2S]."""
+    findings = []
+    mb = 1 << 20
+    if l2.writeback and l2.read_miss:
+        findings.append(f"L2 turned over: {l2.writeback / mb:.0f} MB of dirty lines were written "
+                        f"back to HBM during the launch while {l2.read_miss / mb:.0f} MB of reads "
+                        "were allocated in L2 (mark read-once inputs CacheMode.DISABLE so they do "
+                        "not evict the outputs, or process rounds that fit in L2)")
+    if l2.bypass_read:
+        findings.append(f"{l2.bypass_read / mb:.0f} MB read past L2 (CacheMode.DISABLE): streamed "
+                        "inputs leave L2 to the data that is reused or written")
+    reads = l2.read_hit + l2.read_miss + l2.bypass_read
+    if reads and l2.read_hit >= 0.5 * reads:
+        findings.append(f"L2 serves {l2.read_hit / reads:.0%} of the reads at the L2 rate")
+    if l2.same_line_reads:
+        findings.append(f"{l2.same_line_reads} reads met another core's read of the same lines "
+                        "and serialized behind it (stagger the cores' start offsets)")
+    return findings
 
 
 def _shares(cores: list, compute: Pipe, lane: str) -> tuple[dict, float]:
@@ -156,6 +223,10 @@ def _vector_findings(v: dict, shares: dict, unhidden_compute: float) -> list[str
     if vec > 0.05 and port > 0.05 and unhidden_compute > 0.5 and v["move_ratio"] > 0.3:
         findings.append("moves and compute not overlapped: they run one after the other "
                         "(double buffering would hide one behind the other)")
+    if v["aiv_vec_total_cflt_ratio"] >= 0.1:
+        findings.append(f"UB bank conflicts: {v['aiv_vec_total_cflt_ratio']:.0%} of the vector "
+                        "cycles wait on operands in one bank group or bank (place the sources in "
+                        "different bank groups and dst in another bank than its sources)")
     if shares["SCALAR"] >= max(port, vec):
         findings.append("scalar-bound: instruction issue limits the kernel (fewer, larger "
                         "instructions)")

@@ -1,7 +1,8 @@
-"""Tuning (R10): sweep the kernel's tuning space (buffer count, tile size, block count, as its
-KernelEntry declares it) on the modeled chip, and lay out the ladder the design document
-records: single buffer, double buffer, 4-slot pipeline, the best configuration found, and (with
-a following op) the fused kernel.
+"""Tuning (R10): sweep the kernel's tuning space (buffer count, tile size, block count, the Cube's
+base block and L0 buffering, as its KernelEntry declares it) on the modeled chip, and lay out
+the ladder the design document records: the space's ladder rows (single buffer, double buffer,
+4-slot pipeline for the vector kernels), the best configuration found, and (with a following
+op) the fused kernel.
 
 A configuration the kernel's tiling finds does not fit the case (ConfigDoesNotFit) is no
 candidate; every other error is the caller's to see. A row that covers several launches reports
@@ -18,8 +19,6 @@ from ..nixl import Device, Graph, NixlError
 from ..nixl.fusion import find_chain, run_chain
 from ..nixl.tuning import ConfigDoesNotFit
 from .metrics import launch_metrics
-
-LADDER = (("single buffer", 1), ("double buffer", 2), ("4-slot pipeline", 4))
 
 
 class NotTunable(NixlError):
@@ -124,8 +123,9 @@ class Tuner:
         return best
 
     def ladder(self) -> tuple[list[Variant], Variant]:
-        rows = [v for v in (_try(lambda c, n=name: self.unfused(n, c), {"buffer_num": b})
-                            for name, b in LADDER)
+        space = self.dev.registry.native(self.op).tuning_space
+        rows = [v for v in (_try(lambda c, n=name: self.unfused(n, c), dict(config))
+                            for name, config in space.ladder)
                 if v is not None]
         best = self.sweep(lambda cfg: self.unfused("tuned", cfg))
         if best is not None:

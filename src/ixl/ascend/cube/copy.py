@@ -84,8 +84,8 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
     grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (p.n_value * p.nd_num == 1 or
                                        (src_row % grid == 0 and src_mat % grid == 0))
-    core.transfer(Pipe.MTE2, "data_copy", core.costs.mte_transfer(
-        nbytes, p.nd_num * p.n_value, aligned, core.mte_rate), nbytes)
+    core.gm_move(Pipe.MTE2, "data_copy", gm, 0, p.n_value, row, src_row, write=False,
+                 aligned=aligned, outer=p.nd_num, outer_pitch=src_mat)
     if core.observers:
         reads, writes = _nd2nz_accesses(l1, gm, p, isz, blk)
         core.observe(Pipe.MTE2, "data_copy", reads, writes, nbytes)

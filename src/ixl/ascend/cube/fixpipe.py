@@ -112,8 +112,11 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
         rows = p.nd_num * (p.m_size if nz2nd else ceil_div(p.n_size, FRACTAL))
         pitch = p.dst_stride * (dst.itemsize if nz2nd else core.chip.block_bytes)
         aligned = dst.addr % grid == 0 and (rows == 1 or pitch % grid == 0)
-        cycles = core.costs.mte_transfer(nbytes, rows, aligned, core.mte_rate)
-        core.transfer(Pipe.FIX, what, cycles, nbytes, latency=core.costs.fixpipe_head_cycles)
+        per = rows // p.nd_num        # each matrix: rows of a tile (NZ2ND) or column blocks
+        cycles = core.gm_move(Pipe.FIX, what, dst, 0, per, nbytes // rows, pitch, write=True,
+                              aligned=aligned, bursts=rows, outer=p.nd_num,
+                              outer_pitch=p.dst_nd_stride * dst.itemsize,
+                              latency=core.costs.fixpipe_head_cycles)
     else:
         cycles = core.costs.fixpipe_local(nbytes, "L1")
         core.issue(Pipe.FIX, what, cycles)

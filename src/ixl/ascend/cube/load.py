@@ -99,8 +99,8 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
     if from_gm:
         grid = core.burst_grid
         aligned = src.addr % grid == 0
-        core.transfer(pipe, what, core.costs.mte_transfer(
-            nbytes, 1 if p.src_stride == 1 else n, aligned, core.mte_rate), nbytes)
+        core.gm_move(pipe, what, src, p.start_index * frac, n, frac, step * frac,
+                     write=False, aligned=aligned, bursts=1 if p.src_stride == 1 else n)
     else:
         core.issue(pipe, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
@@ -252,10 +252,10 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
             f"{what}: window rows [{p.m_start_pt}, {p.m_start_pt + mext}) x columns "
             f"[{p.k_start_pt}, {p.k_start_pt + kext}) outside the img2col matrix of "
             f"{geo.m} x {geo.k}")
-    mp, kp = round_up(mext, 16), round_up(kext, c0)
+    zz_t = dst.space is Space.L0A and p.en_transpose      # ZZ of the (k x m) transpose
+    mp, kp = round_up(mext, 16), round_up(kext, 16 if zz_t else c0)
     src_off, dst_off, valid = _img2col_offsets(geo, p.m_start_pt, mext, p.k_start_pt, kext,
-                                               dst.space is Space.L0B or p.en_transpose,
-                                               dst.space is Space.L0A and p.en_transpose)
+                                               dst.space is Space.L0B, zz_t)
     fmap_bytes = geo.c1 * l1_h * l1_w * c0 * isz
     sview = core.local_view(Space.L1, src.offset, fmap_bytes, what).view(src.dtype)
     dview = core.local_view(dst.space, dst.offset, mp * kp * isz, what).view(dst.dtype)

@@ -1,0 +1,458 @@
+"""The L2 cache between HBM and the cores: which GM bytes a move finds in L2, which it brings
+in, and which dirty bytes it pushes out to HBM.
+
+Facts (docs/chip-facts.md): the 910B's L2 holds 192 MB [INI]; the vendor's documents take
+L2 at about 5-5.2 TB/s against HBM at about 1.8 TB/s [PERFAN][EX-COPY]; a GlobalTensor's
+`SetL2CacheHint(CACHE_MODE_DISABLE)` keeps read-once data from evicting what is reused, and
+PERSISTENT is not yet supported [L2H][L2M]; when the working set exceeds L2, dirty lines are
+written back to HBM before new data enters [L2S]; several cores reading the same 512 bytes at
+the same time serialize, costing about 10-20% [MEMOPT].
+
+The model:
+- L2 is an LRU cache of 128-byte lines [U: the line size is not published; 128 B is the
+  smallest piece GM requests are split into [MEMOPT]] over every GM segment, write-back and
+  write-allocate. A segment keeps, per line, a stamp (the order of its last use: resident
+  while above the eviction threshold) and a dirty bit, as numpy arrays; the LRU order is a
+  histogram of stamps, so a move costs a few array operations whatever its size, never a
+  loop over lines.
+- A read served by L2 moves at the L2's rate, a miss at HBM's (and allocates, unless its
+  tensor is CacheMode.DISABLE); a write goes into L2 (a DISABLE write straight to HBM, and
+  drops the lines from L2). The dirty lines an allocation evicts cost HBM time on the move
+  that evicts them.
+- Determinism. Cores of one launch run on the host one after the other (or on threads) in any
+  order, so no core may see what another did in the same phase (a launch, or the stretch
+  between two SyncAlls): each core sees L2 as it was when the phase began, plus its own moves.
+  The other cores are assumed to allocate as much as it does (cores of one kernel run the
+  same code on their own data): its allocations count once per core of the launch when they
+  evict, so its own data lasts while the launch's cores together allocate less than L2 holds.
+  At the phase's end every core's moves enter L2 in the order of their modeled times (ties by
+  core id), which fixes what the next phase sees. Consequences: data one core brings in is
+  reused by another core only after a SyncAll or in a later launch (two cores fetching the
+  same lines in one phase both pay HBM, as concurrent misses do); and the state depends on the
+  order of launches on one device, as a real L2 does, never on the host's core order or
+  thread count.
+- Cores of one phase reading the same lines at overlapping times serialize: each such read
+  after the first costs `same_line_extra` (15%, the middle of [MEMOPT]'s 10-20% [U]) more, as
+  a stall the core pays at the phase's end (cores that start at staggered offsets pay
+  nothing).
+
+Timeline reuse (a later simulator-speed step may replay one launch's timeline for the next
+launch of the same signature): a launch's time depends on the L2 state it starts from, so a
+replay is exact only from the same state; it must key on the resident lines of the launch's
+tensors (or give up the replay when L2 holds any of them).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections import OrderedDict, deque
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .costs import cost_table
+
+READ, WRITE, BYPASS_READ, INVALIDATE = "read", "write", "bypass read", "invalidate"
+BATCH_LINES = 8192        # one core's moves enter L2 in batches of this many line touches
+
+
+class CacheMode(enum.IntEnum):
+    """GlobalTensor::SetL2CacheHint's modes [L2H]."""
+
+    DISABLE = 0        # bypass: read-once data that must not evict reused data
+    NORMAL = 1         # the default
+    PERSISTENT = 4     # not yet supported by Ascend C
+
+
+@dataclass
+class L2Stats:
+    """What one core's moves did in L2, in bytes (msprof's L2Cache counts requests; the model
+    counts their bytes)."""
+
+    read_hit: int = 0        # reads served by L2
+    read_miss: int = 0       # reads from HBM, allocated in L2
+    bypass_read: int = 0     # CacheMode.DISABLE reads from HBM, not allocated
+    write_hit: int = 0       # writes into lines L2 held
+    write_miss: int = 0      # writes that allocated new lines
+    bypass_write: int = 0    # CacheMode.DISABLE writes, straight to HBM
+    writeback: int = 0       # dirty bytes this core's allocations evicted to HBM
+    same_line_reads: int = 0     # reads serialized behind another core's read of the lines
+    stall_cycles: float = 0.0    # what that serialization cost
+
+    def add(self, other: L2Stats) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    @property
+    def hbm_bytes(self) -> int:
+        """Bytes that crossed the HBM interface: misses, bypasses and write-backs."""
+        return self.read_miss + self.bypass_read + self.bypass_write + self.writeback
+
+    @property
+    def l2_bytes(self) -> int:
+        """Bytes L2 served or absorbed: read hits and writes into it."""
+        return self.read_hit + self.write_hit + self.write_miss
+
+    @property
+    def requests(self) -> int:
+        return (self.read_hit + self.read_miss + self.bypass_read + self.write_hit
+                + self.write_miss + self.bypass_write)
+
+
+class _Lines:
+    """A GM segment's lines in L2: a stamp (0: never in L2) and a dirty bit per line."""
+
+    __slots__ = ("stamp", "dirty")
+
+    def __init__(self, lines: int):
+        self.stamp = np.zeros(lines, np.int64)
+        self.dirty = np.zeros(lines, bool)
+
+
+def _count(idx) -> int:
+    return idx.stop - idx.start if isinstance(idx, slice) else len(idx)
+
+
+def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_pitch: int,
+               line: int):
+    """The lines touched by `outer` x `count` rows of `width` bytes (rows `pitch` apart, groups
+    of rows `outer_pitch` apart) from byte `base` of a segment: a slice when contiguous, else
+    a sorted array of distinct line numbers."""
+    if outer == 1 and (count == 1 or pitch == width):
+        return slice(base // line, (base + count * width - 1) // line + 1)
+    starts = np.arange(count) * pitch + base
+    if outer > 1:
+        starts = (np.arange(outer)[:, None] * outer_pitch + starts[None, :]).ravel()
+    first = starts // line
+    n = (starts + width - 1) // line - first + 1
+    if n.min() == n.max():
+        idx = (first[:, None] + np.arange(n[0])).ravel()
+    else:
+        ends = np.cumsum(n)
+        idx = np.arange(ends[-1]) - np.repeat(ends - n, n) + np.repeat(first, n)
+    if outer == 1 and pitch >= width + line:      # rows never share a line: already distinct
+        return idx
+    return np.unique(idx)
+
+
+class Phase:
+    """L2 as a phase (a launch, or the stretch between SyncAlls) found it, which every core's
+    view of the phase reads: the eviction order of its resident lines as cumulative bytes."""
+
+    def __init__(self, cache: L2Cache, cores: int):
+        self.cache = cache
+        self.cores = max(cores, 1)
+        self.threshold = cache.threshold
+        self.free = cache.capacity - cache.resident * cache.line
+        hist = cache.hist
+        self.stamps = np.fromiter(hist.keys(), np.int64, len(hist))
+        counts = np.array(list(hist.values()), np.int64).reshape(-1, 2)
+        self.cum_bytes = np.cumsum(counts[:, 0]) * cache.line
+        self.cum_dirty = np.cumsum(counts[:, 1]) * cache.line
+
+    def view(self, core_id: int) -> L2View:
+        return L2View(self, core_id)
+
+
+class L2View:
+    """One core's L2 during one phase: the phase's L2 plus the core's own moves (module doc).
+    Owned by the thread simulating the core."""
+
+    def __init__(self, phase: Phase, core_id: int):
+        cache = phase.cache
+        self.phase = phase
+        self.core_id = core_id
+        self.line = cache.line
+        self.cores = phase.cores
+        self.stats = L2Stats()
+        # a line of its own stays while the launch's cores allocate less than L2 holds
+        self.lifetime = cache.capacity / (cache.line * phase.cores)
+        self.alloc = 0                     # lines this core allocated in the phase
+        self.own: dict[int, np.ndarray] = {}   # segment addr -> per line: 0 untouched, -1
+        #   dropped (a DISABLE write), else 1 + the allocation count when last touched
+        self.snap_threshold = phase.threshold
+        self.evicted = 0                   # entries of the phase's order evicted in this view
+        self.next_evicted = phase.cum_bytes[0] if len(phase.stamps) else float("inf")
+        self.dirty_log: deque = deque()    # (own value, segment addr, lines) of own writes
+        self.entries: list[_Batch] = []    # its moves, in batches, for the merge
+        self.batches: dict = {}            # (segment addr, kind) -> the open batch
+        self._last = None                  # the latest move's batch, until it is timed
+
+    # ---- a move ----
+    def access(self, gm, offset: int, count: int, width: int, pitch: int, outer: int = 1,
+               outer_pitch: int = 0, write: bool = False) -> tuple[int, int, int]:
+        """A move of `outer` x `count` rows of `width` bytes of `gm` from byte `offset` (rows
+        `pitch` apart): returns (bytes L2 serves or absorbs, bytes HBM serves or takes, dirty
+        bytes written back to make room)."""
+        nbytes = outer * count * width
+        seg = gm.segment
+        if nbytes == 0 or seg is None:
+            self._last = None
+            return 0, 0, 0
+        idx = line_index(gm.addr - seg.addr + offset, count, width, pitch, outer, outer_pitch,
+                         self.line)
+        own = self.own.get(seg.addr)
+        if own is None:
+            own = self.own[seg.addr] = np.zeros(-(-seg.nbytes // self.line), np.int32)
+        lines = seg.l2
+        floor = max(0.0, self.alloc + 1 - self.lifetime)
+        if isinstance(idx, slice) and idx.stop - idx.start == 1:     # one line: no arrays
+            n, i = 1, idx.start
+            mine = own[i]
+            hit_lines = int(mine > floor or (lines is not None and mine >= 0
+                                             and lines.stamp[i] > self.snap_threshold))
+        else:
+            n = _count(idx)
+            mine = own[idx]
+            resident = mine > floor
+            if lines is not None:
+                resident |= (lines.stamp[idx] > self.snap_threshold) & (mine >= 0)
+            hit_lines = int(np.count_nonzero(resident))
+        hit = nbytes * hit_lines // n
+        bypass = gm.l2_mode is CacheMode.DISABLE
+        st = self.stats
+        writeback = 0
+        if bypass:
+            if write:
+                own[idx] = -1
+                st.bypass_write += nbytes
+                self._log(INVALIDATE, seg, idx)
+                return 0, nbytes, 0
+            st.read_hit += hit
+            st.bypass_read += nbytes - hit
+            self._log(BYPASS_READ, seg, idx)
+            return hit, nbytes - hit, 0
+        self.alloc += n - hit_lines
+        own[idx] = self.alloc + 1
+        if write:
+            st.write_hit += hit
+            st.write_miss += nbytes - hit
+            self.dirty_log.append((self.alloc + 1, seg.addr, idx))
+        else:
+            st.read_hit += hit
+            st.read_miss += nbytes - hit
+        if hit_lines < n:
+            writeback = self._evict()
+            st.writeback += writeback
+        self._log(WRITE if write else READ, seg, idx)
+        return (nbytes, 0, writeback) if write else (hit, nbytes - hit, writeback)
+
+    def timed(self, start: float, end: float, cycles: float) -> None:
+        """The latest move's modeled port time [start, end) and cycles (for the merge)."""
+        batch = self._last
+        if batch is not None:
+            if not batch.timed:
+                batch.start, batch.timed = start, True
+            batch.end = end
+            batch.cycles += cycles
+            self._last = None
+
+    # ---- own lines and evictions ----
+    def _evict(self) -> int:
+        """Dirty bytes written back since the last allocation: the phase's oldest lines go
+        first (this core's share of them), then its own oldest writes."""
+        ph = self.phase
+        wb = 0
+        pressure = self.cores * self.alloc * self.line - ph.free
+        if pressure >= self.next_evicted:
+            i = int(np.searchsorted(ph.cum_bytes, pressure, side="right"))
+            before = ph.cum_dirty[self.evicted - 1] if self.evicted else 0
+            wb += int(ph.cum_dirty[i - 1] - before) // self.cores
+            self.evicted = i
+            self.next_evicted = ph.cum_bytes[i] if i < len(ph.stamps) else float("inf")
+            self.snap_threshold = max(ph.threshold, int(ph.stamps[i - 1]))
+        log = self.dirty_log
+        if log and log[0][0] <= self.alloc + 1 - self.lifetime:
+            floor = self.alloc + 1 - self.lifetime
+            while log and log[0][0] <= floor:
+                value, addr, idx = log.popleft()
+                wb += int(np.count_nonzero(self.own[addr][idx] == value)) * self.line
+        return wb
+
+    # ---- the log the merge reads ----
+    def _log(self, kind: str, seg, idx) -> None:
+        """The move joins the open batch of its kind and segment."""
+        key = (seg.addr, kind)
+        batch = self.batches.get(key)
+        if batch is None or batch.touched >= BATCH_LINES:
+            batch = self.batches[key] = _Batch(seg, kind, len(self.entries))
+            self.entries.append(batch)
+        batch.parts.append(idx)
+        batch.touched += _count(idx)
+        self._last = batch
+
+    def close(self) -> list[_Batch]:
+        """The phase is over: its batches of moves, in the order they opened."""
+        self.batches = {}
+        return self.entries
+
+
+class _Batch:
+    """Moves of one kind into one segment by one core, which enter L2 together at the merge
+    (at most BATCH_LINES line touches, so the LRU order keeps a resolution of about 1 MB of
+    each core's traffic): their first start, last end, port cycles and lines."""
+
+    __slots__ = ("seg", "kind", "seq", "parts", "touched", "start", "end", "cycles", "timed")
+
+    def __init__(self, seg, kind: str, seq: int):
+        self.seg, self.kind, self.seq = seg, kind, seq
+        self.parts: list = []
+        self.touched = 0
+        self.start = self.end = self.cycles = 0.0
+        self.timed = False
+
+    @property
+    def first(self) -> int:
+        """The first line its first move touched."""
+        idx = self.parts[0]
+        return idx.start if isinstance(idx, slice) else int(idx[0])
+
+    def lines(self):
+        """Every line its moves touched, once: a slice when contiguous."""
+        if len(self.parts) == 1:
+            return self.parts[0]
+        idx = np.unique(np.concatenate([np.arange(p.start, p.stop) if isinstance(p, slice)
+                                        else p for p in self.parts]))
+        if idx[-1] - idx[0] + 1 == len(idx):
+            return slice(int(idx[0]), int(idx[-1]) + 1)
+        return idx
+
+
+def l2_cache(chip) -> L2Cache:
+    """An empty L2 for `chip`, sized by its spec, lines and costs from its cost table."""
+    raw = cost_table(chip.arch).raw["l2"]
+    return L2Cache(chip.l2_bytes, raw["line_bytes"], raw["same_line_extra"])
+
+
+class L2Cache:
+    """The chip's L2: resident lines per GM segment and their LRU order (module doc)."""
+
+    def __init__(self, capacity: int, line: int, same_line_extra: float):
+        self.capacity = capacity
+        self.line = line
+        self.same_line_extra = same_line_extra
+        self.hist: OrderedDict[int, list] = OrderedDict()   # stamp -> [lines, dirty lines]
+        self.threshold = 0          # stamps at or below it are evicted
+        self.clock = 0
+        self.resident = 0           # lines
+        self.written_back = 0       # bytes, over the cache's life
+        self._lock = threading.Lock()
+
+    def phase(self, cores: int) -> Phase:
+        with self._lock:
+            return Phase(self, cores)
+
+    # ---- the end of a phase ----
+    def merge(self, views: list[L2View]) -> dict[int, float]:
+        """Every core's moves of the phase enter L2 in modeled-time order; returns the
+        stall cycles of each core whose reads met another core's on the same lines."""
+        entries = sorted(((b.end, v.core_id, b.seq, b) for v in views for b in v.close()
+                          if b.timed), key=lambda t: t[:3])
+        with self._lock:
+            for _, _, _, b in entries:
+                self._apply(b.seg, b.lines(), b.kind)
+                self._evict()           # as it goes: a line re-read after L2 turned over misses
+        stalls = self._same_line_stalls(entries)
+        for v in views:
+            st = stalls.get(v.core_id)
+            if st:
+                v.stats.same_line_reads += st[1]
+                v.stats.stall_cycles += st[0]
+        return {core: st[0] for core, st in stalls.items()}
+
+    def _apply(self, seg, idx, kind: str) -> None:
+        if kind is BYPASS_READ:
+            return
+        lines = seg.l2
+        if lines is None:
+            lines = seg.l2 = _Lines(-(-seg.nbytes // self.line))
+        old = lines.stamp[idx]
+        held = old > self.threshold
+        dirty = lines.dirty[idx] & held
+        self._forget(old[held], old[dirty])
+        if kind is INVALIDATE:
+            lines.stamp[idx] = 0
+            lines.dirty[idx] = False
+            return
+        self.clock += 1
+        lines.stamp[idx] = self.clock
+        lines.dirty[idx] = True if kind is WRITE else dirty
+        n = _count(idx)
+        self.hist[self.clock] = [n, n if kind is WRITE else int(np.count_nonzero(dirty))]
+        self.resident += n
+
+    def _forget(self, stamps: np.ndarray, dirty_stamps: np.ndarray) -> None:
+        """Lines leave their place in the LRU order (touched again, dropped or unmapped)."""
+        if not stamps.size:
+            return
+        for s, c in zip(*np.unique(stamps, return_counts=True)):
+            entry = self.hist[int(s)]
+            entry[0] -= int(c)
+            if entry[0] == 0:
+                del self.hist[int(s)]
+        for s, c in zip(*np.unique(dirty_stamps, return_counts=True)):
+            entry = self.hist.get(int(s))
+            if entry is not None:
+                entry[1] -= int(c)
+        self.resident -= stamps.size
+
+    def _evict(self) -> None:
+        limit = self.capacity // self.line
+        while self.resident > limit and self.hist:
+            stamp, (n, dirty) = self.hist.popitem(last=False)
+            self.threshold = stamp
+            self.resident -= n
+            self.written_back += dirty * self.line
+
+    def _same_line_stalls(self, entries: list) -> dict[int, list]:
+        """Reads of the same lines (keyed by their first line) by different cores at
+        overlapping times: each after the first costs `same_line_extra` more. Returns per core
+        [stall cycles, reads stalled]."""
+        groups: dict = {}
+        for _, core, _, b in entries:
+            if b.kind is READ or b.kind is BYPASS_READ:
+                groups.setdefault((b.seg.addr, b.first), []).append((b.start, b.end, core, b))
+        stalls: dict[int, list] = {}
+        for reads in groups.values():
+            if len(reads) < 2:
+                continue
+            reads.sort(key=lambda r: (r[0], r[2]))
+            busy_until: dict = {}
+            for start, end, core, b in reads:
+                if any(c != core and until > start for c, until in busy_until.items()):
+                    st = stalls.setdefault(core, [0.0, 0])
+                    st[0] += self.same_line_extra * b.cycles
+                    st[1] += len(b.parts)
+                busy_until[core] = max(busy_until.get(core, 0.0), end)
+        return stalls
+
+    # ---- the host's side ----
+    def invalidate(self, seg, offset: int, nbytes: int) -> None:
+        """The host wrote GM [offset, offset + nbytes) of `seg` (by DMA, not through L2 [U]):
+        L2's copies of those lines are dropped."""
+        if getattr(seg, "l2", None) is None or nbytes <= 0:
+            return
+        with self._lock:
+            self._apply(seg, slice(offset // self.line, (offset + nbytes - 1) // self.line + 1),
+                        INVALIDATE)
+
+    def drop(self, seg) -> None:
+        """`seg` is unmapped: its lines leave L2 (dirty ones are not written back: the memory
+        is gone)."""
+        lines = getattr(seg, "l2", None)
+        if lines is None:
+            return
+        with self._lock:
+            held = lines.stamp > self.threshold
+            self._forget(lines.stamp[held], lines.stamp[held & lines.dirty])
+            seg.l2 = None
+
+    def resident_bytes(self, seg=None) -> int:
+        """Bytes L2 holds (of one segment, or in all)."""
+        if seg is None:
+            return self.resident * self.line
+        lines = getattr(seg, "l2", None)
+        if lines is None:
+            return 0
+        return int(np.count_nonzero(lines.stamp > self.threshold)) * self.line
