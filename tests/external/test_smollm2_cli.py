@@ -65,7 +65,7 @@ def test_json_gives_tokens_text_times_and_shares(tiny_cli, capsys):
     (["--prompt", "caf\udce9"], "is not valid UTF-8: byte(s) e9 at character 3"),
     (["--prompt", "hi", "--chip", "910C"], "910C"),
     (["--prompt", "hi", "--dtype", "int8"], "invalid choice: 'int8'"),
-    (["--max-new-tokens", "2"], "the following arguments are required: --prompt")])
+    (["--max-new-tokens", "2"], "one of the arguments --prompt --file is required")])
 def test_bad_input_is_one_line(tiny_cli, capsys, argv, message):
     assert main(["model", "smollm2", *argv]) == 2
     captured = capsys.readouterr()
