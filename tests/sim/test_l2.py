@@ -4,6 +4,8 @@ across launches and cores, and what CacheMode.DISABLE buys a streamed input [L2M
 import numpy as np
 import pytest
 
+import ixl
+
 from ixl.ascend import lang as asc
 from ixl.ascend.core import get_block_idx
 from ixl.ascend.errors import IllegalInstruction
@@ -146,3 +148,18 @@ def test_cores_streaming_the_same_lines_at_once_pay_more_than_staggered_ones():
     assert sum(c.l2.same_line_reads for c in same.cores) > 0
     assert sum(c.l2.same_line_reads for c in staggered.cores) == 0
     assert max(c.cycles for c in staggered.cores) < max(c.cycles for c in same.cores)
+
+
+def test_a_flushed_l2_makes_the_next_launch_as_cold_as_the_first():
+    with ixl.device("910B1", timing_only=True) as dev:
+        a = dev.empty((1024, 1024), "float16")
+        times = []
+        for flush in (False, False, True):
+            if flush:
+                dev.flush_l2()
+            out = dev.run("Add", a, a)
+            times.append(dev.last_profile.time_us)
+            out.free()
+        a.free()
+    cold, warm, flushed = times
+    assert warm < cold and flushed == cold

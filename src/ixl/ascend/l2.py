@@ -428,6 +428,15 @@ class L2Cache:
         return stalls
 
     # ---- the host's side ----
+    def flush(self) -> None:
+        """Every line leaves L2 (dirty ones written back, untimed), as a benchmark flushes the
+        cache between two measurements: the next launch starts from a cold L2."""
+        with self._lock:
+            self.written_back += sum(dirty for _, dirty in self.hist.values()) * self.line
+            self.hist.clear()
+            self.threshold = self.clock
+            self.resident = 0
+
     def invalidate(self, seg, offset: int, nbytes: int) -> None:
         """The host wrote GM [offset, offset + nbytes) of `seg` (by DMA, not through L2 [U]):
         L2's copies of those lines are dropped."""

@@ -141,6 +141,10 @@ class SimulatedChip:
         seg = self.gm.segment_at(addr)
         self.l2.invalidate(seg, addr - seg.addr, raw.nbytes)
 
+    def flush_l2(self) -> None:
+        """A cold L2 for the next launch (l2.py: L2Cache.flush)."""
+        self.l2.flush()
+
     def mapped(self, addr: int) -> bool:
         return self.gm.segment_at(addr) is not None
 

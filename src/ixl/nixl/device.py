@@ -273,6 +273,14 @@ class Device:
             outputs, self.last_graph = run_graph(self, graph, feeds, fuse)
             return outputs
 
+    def flush_l2(self) -> None:
+        """Empty the chip's L2, as a benchmark does between measurements: a launch's modeled
+        time depends on what earlier launches left in L2, so a measurement that must not
+        depend on what ran before (a tuning point, a sweep's task) starts from a cold L2."""
+        with self._lock:
+            self._check_open()
+            self.backend.flush_l2()
+
     # ---- lifecycle ----
     def _check_open(self) -> None:
         if self.closed:

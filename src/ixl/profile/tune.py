@@ -80,6 +80,7 @@ class Tuner:
                       for i, s in enumerate(specs)}
 
     def unfused(self, name: str, config: dict) -> Variant:
+        self.dev.flush_l2()             # every point from the same (cold) L2
         records = []
         env = dict(self.feeds)
         produced = []
@@ -106,6 +107,7 @@ class Tuner:
         chain = find_chain(self.dev, self.graph, 0, self.feeds, consumers)
         if chain is None or len(chain.nodes) != len(self.graph.nodes):
             return None
+        self.dev.flush_l2()
         out, record = run_chain(self.dev, chain, self.feeds, config)
         out.free()
         return _combine("fused", [record], config)

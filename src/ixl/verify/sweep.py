@@ -39,6 +39,7 @@ class VerifyCase:
         sample = schema.samples[self.case]
         dev = worker_local(("device", self.chip, self.debug),
                            lambda: device(self.chip, debug=self.debug))
+        dev.flush_l2()          # a pure function of the task, whatever this worker ran before
         specs = sample_specs(dev, schema, sample, self.dtype)
         res = run_case(dev, schema, specs, sample.attrs, seed=self.seed, note=sample.note)
         return res.ok, {"row": res.to_json(),
