@@ -12,13 +12,23 @@ from dataclasses import dataclass
 import pytest
 
 from ixl.cli import main
-from ixl.executor import (ERROR, FAILED, OK, InProcess, Observer, ProcessPool, RayCluster, Sweep,
-                          execute, run_sweep)
+from ixl.executor import (
+    ERROR,
+    FAILED,
+    OK,
+    InProcess,
+    Observer,
+    ProcessPool,
+    RayCluster,
+    Sweep,
+    execute,
+    run_sweep,
+)
 from ixl.executor.results import ResultsFile
 from ixl.hixl import ArgSpec, BadInput
+from ixl.nixl import device
 from ixl.profile import timing_run
 from ixl.profile.timing_task import TimingCase
-from ixl.nixl import device
 from ixl.verify.sweep import verify_sweep
 
 

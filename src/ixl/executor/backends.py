@@ -15,10 +15,10 @@ import socket
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 from ..hixl import BadInput
 from .task import Outcome, Task, close_all, execute, failure, local_scope, one_line

@@ -3,11 +3,17 @@ terminal only, on stderr) and a summary table when it ends."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                           TimeRemainingColumn)
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 

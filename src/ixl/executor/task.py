@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 

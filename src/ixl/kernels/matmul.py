@@ -44,8 +44,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.backend import KernelType
 from ..nixl.tuning import TuningSpace
-from .matmul_epilogue import (CREDITS, FREE, READY, Epilogue, EpilogueKernel,
-                              plan_vector_side)
+from .matmul_epilogue import CREDITS, FREE, READY, Epilogue, EpilogueKernel, plan_vector_side
 from .matmul_tiling import ND2NZ_MAX_PITCH, MatmulShape, MatmulTiling, matmul_shape, plan
 from .version import BUILT_FOR_RUNTIME
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from functools import cached_property
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,12 @@ from ..hixl import ArgSpec
 from ..nixl import GraphRecord
 from ..onnx import IxlBackend, IxlBackendRep
 from ..onnx.passes import cast_floats, optimize
-from .weights import ModelUnavailable, fill_weights, require_package, weight_map
+from .weights import (
+    ModelUnavailable,  # noqa: F401 (re-exported: ixl.cli imports it from here)
+    fill_weights,
+    require_package,
+    weight_map,
+)
 from .weights import install_line as weights_install_line
 
 GRAPH = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2.onnx"

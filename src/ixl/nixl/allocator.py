@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-
 from typing import Protocol
 
 from .errors import OutOfMemory

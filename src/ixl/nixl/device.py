@@ -24,13 +24,12 @@ from .backend import Backend, create_backend
 from .errors import DeviceClosed, KernelDeclined, KernelStartFailed
 from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
-from .views import VIEW_OPS
 from .record import RunRecord
 from .registry import REGISTRY, KernelEntry, Registry
 from .shim import run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
-
+from .views import VIEW_OPS
 
 _device_ids = itertools.count(1)
 

@@ -8,8 +8,9 @@ the shim when there is no kernel or the kernel declines a case; the reason is ke
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..hixl import OpSchema, get_op
 from .backend import KernelType

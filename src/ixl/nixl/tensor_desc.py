@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hixl import ArgSpec, to_numpy
-from ..hixl import formats
+from ..hixl import ArgSpec, formats, to_numpy
 
 
 class Format(enum.Enum):

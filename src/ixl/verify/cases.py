@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
@@ -81,7 +81,8 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
     dtype = schema.main_dtype(specs)
     comps = [compare(g, r, schema.tolerance(dtype)) for g, r in zip(got, refs)]
     rec = dev.last_profile
-    return CaseResult(schema.name, note, [s.shape if s else None for s in specs], dtype, dev.chip.name,
+    shapes = [s.shape if s else None for s in specs]
+    return CaseResult(schema.name, note, shapes, dtype, dev.chip.name,
                       rec.path, comps, attrs, rec.reason, rec.kernel, rec.block_dim,
                       rec.time_us, rec)
 
