@@ -8,7 +8,7 @@ shapes included, with a tolerance per dtype.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +188,7 @@ class OpSchema:
     # and type variable -> allowed dtypes ("T" defaults to `dtypes`). Inputs that share a type
     # variable must share a dtype.
     type_of: dict[str, str] = field(default_factory=dict)
-    constraints: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    constraints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     optional: int = 0               # how many trailing inputs may be omitted (or None)
     # make_inputs(schema, specs, rng, attrs) -> arrays, for ops whose inputs need a domain
     # (indices in range, positive values); None entries stay None.

@@ -69,6 +69,7 @@ def load_tokenizer(folder: Path) -> Tokenizer:
     here, not the file's own 128), padded to a multiple of the file's fixed padding length."""
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     padding = tokenizer.padding
+    assert padding is not None          # the model's tokenizer.json pads
     max_len = json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
     tokenizer.enable_truncation(max_length=max_len)
     tokenizer.enable_padding(pad_id=padding["pad_id"], pad_type_id=padding["pad_type_id"],
@@ -153,6 +154,7 @@ class MiniLM:
         """The last hidden state (length, 384) of one text and the run's record."""
         rep = self.rep(encoded.length)
         (hidden,) = rep.run(encoded.feeds, fuse=fuse, timing_only=timing_only)
+        assert rep.last_graph is not None       # a run keeps its record
         return hidden[0], rep.last_graph
 
     def embed_one(self, text: str, fuse: bool = True

@@ -46,7 +46,7 @@ class IxlBackendRep(BackendRep):
         self.debug = debug
         self.dim_ranges = dict(dim_ranges or {})
         self.buckets = check_buckets(buckets or {})
-        self.last_graph = None
+        self.last_graph: GraphRecord | None = None
         self.host_only = host_only_inputs(self.graph)
         self._calls: dict = {}          # specialisations by input shapes and host values
         self._lock = threading.Lock()

@@ -19,7 +19,7 @@ SHIM_TILE_UNIT = 4096
 class CaseResult:
     op: str
     note: str
-    shapes: list[tuple[int, ...]]
+    shapes: list[tuple[int, ...] | None]
     dtype: str
     chip: str
     path: str
@@ -58,7 +58,7 @@ class CaseResult:
         }
 
 
-def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = None, *,
+def run_case(dev, schema: OpSchema, specs: list[ArgSpec | None], attrs: dict | None = None, *,
              seed: int = 0, note: str = "") -> CaseResult:
     """Random inputs, run on `dev`, compare every output with the golden."""
     attrs = attrs or {}
@@ -111,7 +111,8 @@ def tile_unit(dev, schema: OpSchema, dtype: str) -> int:
     return entry.tile_unit(ArgSpec((1,), dtype), dev.chip)
 
 
-def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str) -> list[ArgSpec]:
+def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str
+                 ) -> list[ArgSpec | None]:
     unit = tile_unit(dev, schema, dtype)
     names = schema.input_names(len(case.shapes))
     dtypes = schema.input_dtypes(dtype, len(case.shapes))
