@@ -169,6 +169,19 @@ class MatmulKernel(CubeQueues):
                 self.compute(c, bm, bn, bk, bias and k0 + kk == k_lo, first=k0 + kk == k_lo,
                              last=k0 + kk + bk == k_hi, last_of_chunk=kk + bk == kc)
 
+    def zero(self, c, bm: int, bn: int, bias: bool) -> None:
+        """K of 0: one Mmad of k = 1 over zero-filled L0A and L0B (16 of K each) gives zeros
+        (or the bias)."""
+        a2, b2 = self.a2.alloc_tensor(self.dtype), self.b2.alloc_tensor(self.dtype)
+        frac = self.ctx.chip.fractal_bytes
+        for dst, rows in ((a2, bm), (b2, bn)):
+            blocks = round_up(rows, FRACTAL) * FRACTAL * self.dtype.itemsize // frac
+            asc.fill(dst, asc.InitConstValueParams(repeat_times=1, block_num=blocks,
+                                                   init_value=0))
+        self.a2.enque(a2)
+        self.b2.enque(b2)
+        self.compute(c, bm, bn, 1, bias, first=True, last=True, last_of_chunk=False)
+
     def copy_in(self, a_off: int, b_off: int, m0: int, n0: int, bm: int, bn: int, k0: int,
                 kc: int) -> None:
         """GM -> L1: A's bm rows and B's bn columns for K [k0, k0 + kc), ND -> NZ."""
@@ -341,19 +354,6 @@ class SplitKMatmulKernel(MatmulKernel):
         asc.fixpipe(self.out[m * sh.n + n0], c, asc.FixpipeParamsV220(
             n_size=bn, m_size=1, src_stride=FRACTAL, dst_stride=sh.n,
             quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
-
-    def zero(self, c, bm: int, bn: int, bias: bool) -> None:
-        """K of 0: one Mmad of k = 1 over zero-filled L0A and L0B (16 of K each) gives zeros
-        (or the bias)."""
-        a2, b2 = self.a2.alloc_tensor(self.dtype), self.b2.alloc_tensor(self.dtype)
-        frac = self.ctx.chip.fractal_bytes
-        for dst, rows in ((a2, bm), (b2, bn)):
-            blocks = round_up(rows, FRACTAL) * FRACTAL * self.dtype.itemsize // frac
-            asc.fill(dst, asc.InitConstValueParams(repeat_times=1, block_num=blocks,
-                                                   init_value=0))
-        self.a2.enque(a2)
-        self.b2.enque(b2)
-        self.compute(c, bm, bn, 1, bias, first=True, last=True, last_of_chunk=False)
 
 
 def matmul_kernel(ctx: KernelContext, *gm):
