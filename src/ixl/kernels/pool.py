@@ -242,6 +242,7 @@ class PoolQueues:
         return b.get(dtype)
 
     def emit(self, dst, value, count: int) -> None:
+        """A float32 row of results in the output type."""
         if self.sdt == F32:
             asc.adds(dst, value, 0.0, count)
         else:
