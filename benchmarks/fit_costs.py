@@ -83,7 +83,8 @@ def evaluate(raw, names, x, loads) -> tuple[float, list[float]]:
     worst = max(abs(math.log(r)) for r in ratios)
     order = [w.w.measured_us for w in loads[:4]]
     modeled = [r * m for r, m in zip(ratios[:4], order)]
-    penalty = sum(0.05 for a, b in zip(modeled, modeled[1:]) if a <= b)  # keep the Add ladder's order
+    # keep the Add ladder's order
+    penalty = sum(0.05 for a, b in zip(modeled, modeled[1:]) if a <= b)
     return worst + penalty, ratios
 
 

@@ -19,8 +19,8 @@ import os
 import pstats
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -142,7 +142,8 @@ class NumpyMiniLM:
             scores = q @ k.transpose(0, 2, 1) / math.sqrt(d) + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             ctx = (scores / scores.sum(-1, keepdims=True)) @ v
-            attn = self._linear(ctx.transpose(1, 0, 2).reshape(n, -1), f"{p}.attention.output.dense")
+            attn = self._linear(ctx.transpose(1, 0, 2).reshape(n, -1),
+                                f"{p}.attention.output.dense")
             x = self._norm(attn + x, w[f"{p}.attention.output.LayerNorm.weight"],
                            w[f"{p}.attention.output.LayerNorm.bias"])
             h = self._linear(x, f"{p}.intermediate.dense")

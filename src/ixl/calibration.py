@@ -54,7 +54,9 @@ class Workload:
         outs = [dev.empty(shape, dtype, "out") for shape, dtype in self.outputs]
         try:
             dev.launch(self.entry, ins, outs, config=self.config)
-            return dev.launch(self.entry, ins, outs, config=self.config).launch
+            record = dev.launch(self.entry, ins, outs, config=self.config).launch
+            assert record is not None       # a native launch keeps its launch record
+            return record
         finally:
             for t in (*ins, *outs):
                 t.free()
@@ -64,7 +66,9 @@ def add_workload(name: str, measured_us: float, *, cores: int, chunk_bytes: int,
                  buffer_num: int) -> Workload:
     """The native Add kernel with the variant's core count, chunk per copy and buffering."""
     side = ((ADD_SIDE, ADD_SIDE), "float16")
-    return Workload(name, measured_us, REGISTRY.native("Add"), (side, side), (side,),
+    entry = REGISTRY.native("Add")
+    assert entry is not None        # Add is one of the library's native kernels
+    return Workload(name, measured_us, entry, (side, side), (side,),
                     TuningConfig(block_dim=cores, tile=chunk_bytes // 2, buffer_num=buffer_num))
 
 

@@ -10,7 +10,6 @@ import sys
 import traceback
 
 import numpy as np
-
 from rich.table import Table
 
 from . import explain as explain_mod
@@ -22,10 +21,10 @@ from .executor.display import print_summary
 from .executor.options import add_sweep_options, run_from_args
 from .hixl import ArgSpec, BadInput, HixlError, all_ops, get_op
 from .hixl.dtypes import to_numpy
-from .nixl import REGISTRY, NixlError, device, environment, log
-from .nixl.views import VIEW_OPS
 from .models.cli import add_parser as add_model_parser
 from .models.minilm import ModelUnavailable
+from .nixl import REGISTRY, NixlError, device, environment, log
+from .nixl.views import VIEW_OPS
 from .onnx.cli import add_parser as add_onnx_parser
 from .onnx.translate import UnsupportedOnnx
 from .profile import launch_metrics, plot_timeline, timing_run, write_trace
@@ -375,7 +374,8 @@ def cmd_tune(args) -> int:
         table.add_row(r.variant, f"{r.time_us:.1f}", f"{r.ai_core_util:.0%}",
                       f"{r.move_ratio:.0%}", cfg)
     out.print(table)
-    out.print(f"chosen: {chosen.variant} ({', '.join(f'{k} {v}' for k, v in chosen.config.items())})")
+    chosen_cfg = ", ".join(f"{k} {v}" for k, v in chosen.config.items())
+    out.print(f"chosen: {chosen.variant} ({chosen_cfg})")
     if saved:
         out.print(f"stored in {saved} for {args.op} (the tiling uses it when no config is given)")
     if args.workers != 1 or args.results:
@@ -479,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("op")
     s.add_argument("--shape", action="append", required=True,
                    help="input shape such as 8192,8192; once per input, or once for all")
-    s.add_argument("--dtype", default="float16", help="float16, bfloat16 or float32 (default float16)")
+    s.add_argument("--dtype", default="float16",
+                   help="float16, bfloat16 or float32 (default float16)")
     s.add_argument("--attr", action="append", default=[], metavar="NAME=VALUE",
                    help="op attribute (JSON value)")
     s.add_argument("--value", action="append", default=[], metavar="INPUT=JSON",

@@ -5,8 +5,8 @@ Progress shows on a terminal only: piped, it would leave a blank line on stderr,
 error must stay one line."""
 
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import Progress

@@ -16,10 +16,16 @@ import re
 import pytest
 
 from ixl.executor import ProcessPool
-from ixl.onnx.node_cases import (backend_test_cases, count, debug_backend, node_case_counts,
-                                 node_cases, run_cases)
-from ixl.onnx.translate import NOT_ONNX
 from ixl.hixl import all_ops
+from ixl.onnx.node_cases import (
+    backend_test_cases,
+    count,
+    debug_backend,
+    node_case_counts,
+    node_cases,
+    run_cases,
+)
+from ixl.onnx.translate import NOT_ONNX
 
 NARROW_INTS = ("8-bit, 16-bit and unsigned integers are outside the dtypes ixl computes on "
                "(float16, bfloat16, float32, float64, int32, int64)")

@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ixl.hixl import BadInput
 from ixl.models import ModelUnavailable, SmolLM2, smollm2
-from ixl.models.decoder import CacheNotInPlace, CachedDecoder
+from ixl.models.decoder import CachedDecoder, CacheNotInPlace
 from ixl.models.gguf_file import unpermute_heads
 from ixl.models.weights import install_line, weight_map
 from ixl.nixl import Device

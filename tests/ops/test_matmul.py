@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 import ixl
 from ixl.ascend import get_chip
 from ixl.hixl import to_numpy
-from ixl.nixl import Graph, TensorDesc
-from ixl.nixl.tuning import TuningConfig
 from ixl.kernels.matmul_epilogue import Epilogue
 from ixl.kernels.matmul_tiling import MatmulShape, matmul_shape, plan
+from ixl.nixl import Graph, TensorDesc
+from ixl.nixl.tuning import TuningConfig
 from ixl.profile.metrics import launch_metrics
 from ixl.profile.roofline import speed_of_light_us
 from tests.helpers import run_arrays
@@ -190,9 +190,9 @@ def test_a_bfloat16_bias_runs_on_the_vector_side(dev):
 
 
 def test_the_epilogue_names_what_runs_where():
+    from ixl.kernels.elementwise_ops import BODIES
     from ixl.kernels.matmul_epilogue import consumers
     from ixl.kernels.program import Step
-    from ixl.kernels.elementwise_ops import BODIES
     steps = (Step("Add", BODIES["Add"], (2, 3)), Step("Relu", BODIES["Relu"], (4,)),
              Step("Add", BODIES["Add"], (5, 0)))
     descs = [TensorDesc.nd((8, 4), "float16"), TensorDesc.nd((4, 6), "float16"),
@@ -287,8 +287,9 @@ def test_a_decode_step_moves_its_weights_near_the_speed_of_light(m):
 def test_8192_cubed_profiles_with_aic_metrics_and_a_diagnosis(capsys):
     """The large case of the issue (timing only): aic metrics, TFLOPS against the peak and
     a diagnosis; the bound pipe is what the model's per-cycle facts make it (README)."""
-    from ixl.cli import main
     import json
+
+    from ixl.cli import main
     assert main(["run", "MatMul", "--shape", "8192,8192", "--shape", "8192,8192", "--dtype",
                  "float16", "--timing-only", "--profile", "--json"]) == 0
     m = json.loads(capsys.readouterr().out)["metrics"]

@@ -1,7 +1,8 @@
 """Tier A native kernels (issue 6): reductions, Softmax, LogSoftmax, LayerNormalization and
 RMSNormalization (test_sample_cases.py runs every sample case and requires the native path);
-the layouts and multi-pass paths the host tiling picks; boundary shapes; numerical stability; float32 accumulation against a float16
-variant (R13); the speed-of-light goals on the modeled 910B1."""
+the layouts and multi-pass paths the host tiling picks; boundary shapes; numerical stability;
+float32 accumulation against a float16 variant (R13); the speed-of-light goals on the modeled
+910B1."""
 
 import numpy as np
 import pytest

@@ -7,12 +7,11 @@ import pytest
 
 import ixl
 from ixl.cli import main
-from ixl.hixl import all_ops
+from ixl.hixl import ArgSpec, all_ops
 from ixl.nixl import REGISTRY, Graph
 from ixl.profile import summarize
 from ixl.profile.roofline import speed_of_light_us
 from ixl.profile.tune import Tuner
-from ixl.hixl import ArgSpec
 
 TIER_S = ["Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "Pow", "Relu", "LeakyRelu",
           "Gelu", "Silu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Abs",

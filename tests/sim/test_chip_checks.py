@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 from ixl.ascend import lang as asc
-from ixl.ascend.errors import (AicoreOutOfBound, IllegalInstruction, KernelTimeout, ResourceLimit,
-                               TruncatedCopy, UbOverflow)
+from ixl.ascend.errors import (
+    AicoreOutOfBound,
+    IllegalInstruction,
+    KernelTimeout,
+    ResourceLimit,
+    TruncatedCopy,
+    UbOverflow,
+)
 from tests.helpers import device_with_kernel, random_pair
 
 

@@ -7,9 +7,16 @@ import numpy as np
 import pytest
 
 from ixl.ascend import lang as asc
-from ixl.ascend.errors import (AccumulationWithoutInit, AicoreOutOfBound, BufferOverflow,
-                               HazardError, IllegalInstruction, KernelTimeout, ResourceLimit,
-                               UninitialisedRead)
+from ixl.ascend.errors import (
+    AccumulationWithoutInit,
+    AicoreOutOfBound,
+    BufferOverflow,
+    HazardError,
+    IllegalInstruction,
+    KernelTimeout,
+    ResourceLimit,
+    UninitialisedRead,
+)
 from tests.sim.cube_kernels import Harness, load_tile
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)

@@ -10,9 +10,15 @@ import pytest
 import ixl
 from ixl.ascend import Mode, SimulatedChip, get_chip
 from ixl.ascend import lang as asc
-from ixl.ascend.errors import (CrossCoreRace, HazardError, InputWritten, ResourceLimit,
-                               UninitialisedRead, UseAfterFree)
 from ixl.ascend.core import current_core
+from ixl.ascend.errors import (
+    CrossCoreRace,
+    HazardError,
+    InputWritten,
+    ResourceLimit,
+    UninitialisedRead,
+    UseAfterFree,
+)
 from ixl.ascend.gm import GlobalTensor
 from ixl.ascend.observe import GmRole
 from ixl.nixl import KernelEntry, LaunchPlan

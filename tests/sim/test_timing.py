@@ -101,7 +101,8 @@ def test_trace_is_valid_with_one_track_per_pipe_and_no_overlaps(tmp_path):
     dev.run("Add", a, a).free()
     trace = json.loads(json.dumps(chrome_trace(dev.last_profile.launch)))
     events = trace["traceEvents"]
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e.get("name") == "thread_name"}
     assert {"VECTOR", "SCALAR", "MTE2", "MTE3"} <= set(names.values())
     by_track = {}
     for e in events:

@@ -136,4 +136,5 @@ def test_float_to_int_round_modes_saturate():
     xs = np.array([2.5, -2.5, 1e10, -1e10])
     np.testing.assert_array_equal(round_to(xs, np.dtype(np.int32), RoundMode.CAST_ROUND),
                                   [3, -3, 2**31 - 1, -2**31])
-    np.testing.assert_array_equal(round_to(xs[:2], np.dtype(np.int32), RoundMode.CAST_RINT), [2, -2])
+    np.testing.assert_array_equal(round_to(xs[:2], np.dtype(np.int32), RoundMode.CAST_RINT),
+                                  [2, -2])

@@ -17,12 +17,18 @@ from onnx import TensorProto, helper
 import ixl
 from ixl.ascend import ChipError, UnknownChipError
 from ixl.cli import main
-from ixl.hixl import (AttrError, BadInput, DtypeError, HixlError, ShapeMismatch, UnknownOp,
-                      get_op)
+from ixl.hixl import AttrError, BadInput, DtypeError, HixlError, ShapeMismatch, UnknownOp, get_op
 from ixl.hixl.dtypes import to_numpy
-from ixl.nixl import (DeviceClosed, Graph, KernelDeclined, KernelEntry, KernelStartFailed,
-                      NixlError, OutOfMemory)
-from ixl.nixl import allocator
+from ixl.nixl import (
+    DeviceClosed,
+    Graph,
+    KernelDeclined,
+    KernelEntry,
+    KernelStartFailed,
+    NixlError,
+    OutOfMemory,
+    allocator,
+)
 from ixl.nixl.device import Device
 from ixl.nixl.registry import Registry
 

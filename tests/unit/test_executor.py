@@ -12,13 +12,25 @@ from dataclasses import dataclass
 import pytest
 
 from ixl.cli import main
-from ixl.executor import (ERROR, FAILED, OK, InProcess, Observer, ProcessPool, RayCluster, Sweep,
-                          execute, run_sweep)
+from ixl.executor import (
+    ERROR,
+    FAILED,
+    OK,
+    InProcess,
+    Observer,
+    Outcome,
+    ProcessPool,
+    RayCluster,
+    Sweep,
+    execute,
+    run_sweep,
+)
 from ixl.executor.results import ResultsFile
+from ixl.executor.task import failure
 from ixl.hixl import ArgSpec, BadInput
+from ixl.nixl import device
 from ixl.profile import timing_run
 from ixl.profile.timing_task import TimingCase
-from ixl.nixl import device
 from ixl.verify.sweep import verify_sweep
 
 
@@ -364,3 +376,12 @@ def test_a_case_that_raises_is_an_error_row_and_the_command_fails(monkeypatch, c
     assert error.startswith("aicore memory out of bound: core 0 reads GM [0x0, 0x40) (see: ixl "
                             "explain")
     assert [r["status"] for r in rows[1:]] == ["pass"] * 20
+
+
+def test_an_outcome_reads_its_result_or_its_error():
+    ran = Outcome("a", OK, result={"x": 1})
+    raised = failure("b", "ValueError", "bad width")
+    assert ran.found == {"x": 1} and ran.error_type == "" and ran.error_message == ""
+    assert (raised.error_type, raised.error_message) == ("ValueError", "bad width")
+    with pytest.raises(TypeError, match="task b has no result: ValueError: bad width"):
+        raised.found

@@ -1,11 +1,10 @@
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ixl.ascend.errors import KernelTimeout
 from ixl.ascend.timeline import Pipe, Timeline, _reserve, overlap
-
-import pytest
 
 
 @settings(max_examples=200, deadline=None)

@@ -19,4 +19,5 @@ def test_a_view_shares_memory_and_outlives_its_base(dev):
 def test_view_ops_are_listed_as_views(capsys):
     assert main(["list", "--json"]) == 0
     paths = {r["op"]: r["path"] for r in json.loads(capsys.readouterr().out)}
-    assert {paths[op] for op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")} == {"view"}
+    views = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+    assert {paths[op] for op in views} == {"view"}

@@ -5,9 +5,22 @@
 
 from .chips import CHIPS, ChipSpec, UnknownChipError, get_chip
 from .core import AICore, CoreId, CoreKind, Mode
-from .errors import (AccumulationWithoutInit, AicoreOutOfBound, BufferOverflow, ChipError,
-                     CrossCoreRace, HazardError, IllegalInstruction, InputWritten, KernelTimeout,
-                     ResourceLimit, TruncatedCopy, UbOverflow, UninitialisedRead, UseAfterFree)
+from .errors import (
+    AccumulationWithoutInit,
+    AicoreOutOfBound,
+    BufferOverflow,
+    ChipError,
+    CrossCoreRace,
+    HazardError,
+    IllegalInstruction,
+    InputWritten,
+    KernelTimeout,
+    ResourceLimit,
+    TruncatedCopy,
+    UbOverflow,
+    UninitialisedRead,
+    UseAfterFree,
+)
 from .schedule import KernelType
 from .simulator import CHIP_MODEL_VERSION, LaunchRecord, SimulatedChip
 

@@ -34,7 +34,8 @@ class DataCopyParams:
 
 @dataclass(frozen=True)
 class DataCopyExtParams:
-    """DataCopyPad: block_len in bytes; the GM-side stride in bytes, the UB-side in 32-byte blocks."""
+    """DataCopyPad: block_len in bytes; the GM-side stride in bytes, the UB-side in 32-byte
+    blocks."""
 
     block_count: int = 1
     block_len: int = 0
@@ -142,7 +143,7 @@ def data_copy(dst, src, count_or_params) -> None:
     DataCopy(L1, GM, Nd2NzParams) and the copies into the BiasTable and the Fixpipe buffer
     are the Cube's (cube/copy.py)."""
     if _cube_copy(dst, src, count_or_params):
-        from .cube.copy import data_copy as cube_data_copy   # cube/copy.py builds on this module
+        from .cube.copy import data_copy as cube_data_copy  # cube/copy.py builds on this module
         cube_data_copy(dst, src, count_or_params)
         return
     local, gm, inbound = _direction(dst, src)

@@ -40,7 +40,8 @@ class GlobalMemory:
         seg = Segment(addr, nbytes, np.zeros(nbytes, np.uint8))
         if (i > 0 and self._segments[i - 1].end > addr) or (
                 i < len(self._segments) and self._segments[i].addr < seg.end):
-            raise AicoreOutOfBound(f"GM mapping [{addr:#x}, {seg.end:#x}) overlaps a mapped segment")
+            raise AicoreOutOfBound(f"GM mapping [{addr:#x}, {seg.end:#x}) overlaps a mapped "
+                                   f"segment")
         self._starts.insert(i, addr)
         self._segments.insert(i, seg)
         return seg

@@ -16,8 +16,8 @@ chips, so the first to start and the last to end hand that role over under one l
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from threadpoolctl import OpenBLASController, ThreadpoolController
 

@@ -98,7 +98,8 @@ class LocalTensor:
         """`x[offset]`: the tensor from element `offset` on (its UB address must stay aligned
         for any instruction that uses it)."""
         if not 0 <= offset <= self.count:
-            raise IllegalInstruction(f"local tensor offset {offset} outside its {self.count} elements")
+            raise IllegalInstruction(f"local tensor offset {offset} outside its {self.count} "
+                                     f"elements")
         return LocalTensor(self.core, self.offset + offset * self.itemsize, self.dtype,
                            self.count - offset, self.position, self.slot)
 
@@ -224,7 +225,8 @@ class TQue:
         self._check_own(tensor, "free_tensor")
         slot = tensor.slot
         if not slot.in_use:
-            raise ResourceLimit(f"free_tensor of a {self.position.value} buffer that is not allocated")
+            raise ResourceLimit(f"free_tensor of a {self.position.value} buffer that is not "
+                                f"allocated")
         slot.in_use = False
         producer, consumer = self.pipes
         if producer is not consumer:
@@ -299,7 +301,8 @@ class TPipe:
             num, length = 1, num if length is None else length
         core, chip = self.core, self.core.chip
         if num < 1 or length is None or length < 1:
-            raise IllegalInstruction(f"init_buffer needs num >= 1 and len >= 1 bytes, got {num}, {length}")
+            raise IllegalInstruction(f"init_buffer needs num >= 1 and len >= 1 bytes, got {num}, "
+                                     f"{length}")
         space = target.position.space
         if space is Space.GM:
             raise IllegalInstruction(

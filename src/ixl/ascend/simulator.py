@@ -14,8 +14,8 @@ import os
 import random
 import threading
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import numpy as np
 

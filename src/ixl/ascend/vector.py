@@ -255,7 +255,8 @@ def _binary(op: str, fn, allowed=_ARITH):
             if count and not core.mode.timing_only:
                 # numpy's float16 ufuncs also compute in float32 and round once: same bits,
                 # without the extra conversion passes.
-                cd = None if dst.dtype == F16 == src0.dtype == src1.dtype else _compute_dtype(dst.dtype)
+                cd = (None if dst.dtype == F16 == src0.dtype == src1.dtype
+                      else _compute_dtype(dst.dtype))
                 fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
                    casting="unsafe")
             _issue_count(op, core.costs.vector(op, dst.itemsize, count), count, dst, (src0, src1))
@@ -276,7 +277,8 @@ def _binary(op: str, fn, allowed=_ARITH):
         if core.observers:
             core.observe(Pipe.V, op, *_strided_operands(operands, idx))
     instr.__name__ = op
-    instr.__doc__ = f"{op}(dst, src0, src1, count) or {op}(dst, src0, src1, mask, repeat_times, params)"
+    instr.__doc__ = (f"{op}(dst, src0, src1, count) or "
+                     f"{op}(dst, src0, src1, mask, repeat_times, params)")
     return instr
 
 
@@ -338,7 +340,8 @@ def _scalar_op(op: str, fn, allowed=_ARITH):
         _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
                      lambda x: fn(x, s, dtype=cd, casting="unsafe"))
     instr.__name__ = op
-    instr.__doc__ = f"{op}(dst, src, scalar, count) or {op}(dst, src, scalar, mask, repeat_times, params)"
+    instr.__doc__ = (f"{op}(dst, src, scalar, count) or "
+                     f"{op}(dst, src, scalar, mask, repeat_times, params)")
     return instr
 
 
@@ -491,7 +494,8 @@ def _whole_reduce(op: str, fn):
         _check_dtype(op, src, _FLOAT)
         _check_aligned(op, (dst, "dst"), (src, "src"))
         core = dst.core
-        idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask, repeat_times)
+        idx, lanes = _strided(op, [(src, src_blk_stride, src_rep_stride, "src")], mask,
+                              repeat_times)
         if idx is not None:
             _check_extent(op, dst, builtins.max(0, (repeat_times - 1) * dst_rep_stride) + 1,
                           "dst")

@@ -17,8 +17,16 @@ import numpy as np
 
 from .pipe import LocalTensor
 from .timeline import Pipe
-from .vector import (_FLOAT, _check_aligned, _check_dtype, _check_extent, _indices, _lane_mask,
-                     _mask_key, _strided)
+from .vector import (
+    _FLOAT,
+    _check_aligned,
+    _check_dtype,
+    _check_extent,
+    _indices,
+    _lane_mask,
+    _mask_key,
+    _strided,
+)
 
 # The cost-table row of ReduceDataBlock by operand width (see VECTOR_CLASS in costs.py).
 _COST_KEY = {2: "block_reduce_16", 4: "block_reduce_32"}

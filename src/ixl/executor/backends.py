@@ -15,10 +15,10 @@ import socket
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 from ..hixl import BadInput
 from .task import Outcome, Task, close_all, execute, failure, local_scope, one_line
@@ -46,7 +46,7 @@ class Backend(ABC):
     workers: int = 1
 
     @abstractmethod
-    def run(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         """Outcomes as tasks finish. Closing the generator stops the workers."""
 
     @abstractmethod
@@ -95,6 +95,7 @@ class _Queue:
         if self.suspects:
             return self.suspects.pop(0)
         task, self.next = self.next, next(self.todo, None)
+        assert task is not None         # popped only while the queue is not empty
         return task
 
     def lost(self, tasks: Iterable[Task]) -> Iterator[Outcome]:

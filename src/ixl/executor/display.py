@@ -3,11 +3,17 @@ terminal only, on stderr) and a summary table when it ends."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                           TimeRemainingColumn)
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -78,12 +84,12 @@ def print_summary(report: Report, quiet: tuple[str, ...] = ()) -> None:
     types in `quiet`, expected ones such as a tuning configuration that does not fit, only
     counted), and where the results file is."""
     out.print(summary_table(report))
-    expected = [o for o in report.errors if o.error["type"] in quiet]
+    expected = [o for o in report.errors if o.error_type in quiet]
     for outcome in report.errors:
-        if outcome.error["type"] not in quiet:
+        if outcome.error_type not in quiet:
             out.print(f"[red]ERROR[/] {escape(outcome.id)}: {escape(outcome.error_line())}")
     if expected:
         out.print(f"{len(expected)} error(s) of the expected kind "
-                  f"{', '.join(sorted({o.error['type'] for o in expected}))} (not listed)")
+                  f"{', '.join(sorted({o.error_type for o in expected}))} (not listed)")
     if report.results:
         out.print(f"results: {report.results} (--resume continues the sweep from it)")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from .backends import Backend, InProcess
 from .results import ResultsFile

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -54,6 +55,23 @@ class Outcome:
 
     def error_line(self) -> str:
         return f"{self.error['type']}: {self.error['message']}" if self.error else ""
+
+    @property
+    def error_type(self) -> str:
+        """The type of the exception an error outcome holds ("" for a task that ran)."""
+        return self.error["type"] if self.error else ""
+
+    @property
+    def error_message(self) -> str:
+        """The one-line message of the exception an error outcome holds."""
+        return self.error["message"] if self.error else ""
+
+    @property
+    def found(self) -> dict:
+        """The result of a task that ran (ok or failed); an error outcome has none."""
+        if self.result is None:
+            raise TypeError(f"task {self.id} has no result: {self.error_line()}")
+        return self.result
 
     def to_json(self) -> dict:
         return {"id": self.id, "status": self.status, "result": self.result,

@@ -8,8 +8,9 @@ shapes included, with a tolerance per dtype.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,8 @@ class SampleCase:
     shapes: tuple          # one entry per input: a Shape or a TileMultiple
     attrs: dict = field(default_factory=dict)
     dtypes: tuple | None = None    # restrict to these dtypes (None: every dtype of the op)
-    values: dict = field(default_factory=dict)   # input name -> fixed contents (host inputs need them)
+    # input name -> fixed contents (host inputs need them)
+    values: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ class OpSchema:
     # and type variable -> allowed dtypes ("T" defaults to `dtypes`). Inputs that share a type
     # variable must share a dtype.
     type_of: dict[str, str] = field(default_factory=dict)
-    constraints: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    constraints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     optional: int = 0               # how many trailing inputs may be omitted (or None)
     # make_inputs(schema, specs, rng, attrs) -> arrays, for ops whose inputs need a domain
     # (indices in range, positive values); None entries stay None.

@@ -4,10 +4,28 @@ Only the registry's loader imports this package; importing it registers every ke
 fusion provider.
 """
 
-from . import (channel_norm, concat_split, conv, conv_transpose,  # noqa: F401
-               elementwise_ops, expand_tile, fusion_provider, gather, gemm, matmul,
-               matmul_fusion, norm, pad, pool, reduce, resize, slice, sort, transdata,
-               transpose)  # (registration)
+from . import (  # noqa: F401 (imported for registration)
+    channel_norm,
+    concat_split,
+    conv,
+    conv_transpose,
+    elementwise_ops,
+    expand_tile,
+    fusion_provider,
+    gather,
+    gemm,
+    matmul,
+    matmul_fusion,
+    norm,
+    pad,
+    pool,
+    reduce,
+    resize,
+    slice,
+    sort,
+    transdata,
+    transpose,
+)
 from .version import BUILT_FOR_RUNTIME, KERNEL_LIBRARY_VERSION
 
 __all__ = ["BUILT_FOR_RUNTIME", "KERNEL_LIBRARY_VERSION"]

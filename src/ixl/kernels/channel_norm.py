@@ -165,11 +165,13 @@ def _ub(t: ChannelTiling, s_isz: int, chip: ChipSpec) -> _Ub:
 
 # ---------------------------------------------------------------- the device kernel
 
-class ChannelNormKernel:
-    """One core's units: (sample, group of channels, segment of their rows)."""
+class ChannelNormQueues:
+    """The UB plan of a channel normalisation as queues and buffers: input, output and
+    parameter queues, the float32 work tiles, the sums the statistics fold through, the
+    per-channel vectors and the spread coefficients."""
 
     def __init__(self, ctx: KernelContext, x, params: list, y):
-        """Init: queues and buffers; BatchNormalization's coefficients for every channel."""
+        """Init: queues and buffers (the UB plan of `_ub`), the scalar unit's events."""
         t: ChannelTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.params, self.y = ctx, t, ctx.chip, x, params, y
         self.sdt = to_numpy(t.dtype)
@@ -195,8 +197,6 @@ class ChannelNormKernel:
         self.spread = (spread, spread[ub.spread // F32.itemsize // 2])
         self.to_scalar = self.pipe.alloc_event_id(asc.HardEvent.V_S)
         self.from_scalar = self.pipe.alloc_event_id(asc.HardEvent.S_V)
-        if t.kind == "batch":
-            self.batch_coefficients()
 
     def _buf(self, nbytes: int) -> asc.LocalTensor:
         b = asc.TBuf()
@@ -211,6 +211,17 @@ class ChannelNormKernel:
         slot = self.param_q.deque()
         convert(dst, slot, count)
         self.param_q.free_tensor(slot)
+
+
+class ChannelNormKernel(ChannelNormQueues):
+    """One core's units: (sample, group of channels, segment of their rows)."""
+
+    def __init__(self, ctx: KernelContext, x, params: list, y):
+        """Init: the queues and buffers; BatchNormalization's coefficients for every
+        channel."""
+        super().__init__(ctx, x, params, y)
+        if self.t.kind == "batch":
+            self.batch_coefficients()
 
     def batch_coefficients(self) -> None:
         """a = scale / sqrt(var + epsilon), b = bias - mean a, for every channel."""

@@ -41,7 +41,6 @@ from .fusion_provider import FUSION
 from .matmul import FRACTAL, QUANT, TUNING_SPACE, MatmulKernel
 from .version import BUILT_FOR_RUNTIME
 
-
 # ---------------------------------------------------------------- the device kernel (AIC)
 
 class ConvKernel(MatmulKernel):

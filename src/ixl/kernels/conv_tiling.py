@@ -25,8 +25,16 @@ from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
 from ..nixl.tuning import DoesNotFit, TuningConfig
 from .matmul_epilogue import Epilogue
-from .matmul_tiling import (ACCUMULATOR_BYTES, TUNING_FIELDS, MatmulShape, MatmulTiling,
-                            base_k, candidates, itemsize, l0_fits)
+from .matmul_tiling import (
+    ACCUMULATOR_BYTES,
+    TUNING_FIELDS,
+    MatmulShape,
+    MatmulTiling,
+    base_k,
+    candidates,
+    itemsize,
+    l0_fits,
+)
 from .tiling import Tiling
 
 PAD_MAX = 255              # LoadData3DParamsV2.padList [LD3D]

@@ -196,7 +196,8 @@ def _declines(op: str):
             if d is not None and d.size != 1:
                 return f"a non-scalar {op} operand runs on the shim (shape {d.shape})"
         allowed = CAST_TYPES if op == "Cast" else INPUT_TYPES.get(op, FLOATS)
-        data = [d for i, d in enumerate(in_descs) if d is not None and not (op == "Where" and i == 0)]
+        data = [d for i, d in enumerate(in_descs)
+                if d is not None and not (op == "Where" and i == 0)]
         bad = [d.dtype for d in data if d.dtype not in allowed]
         if op == "Cast" and attrs.get("to") not in CAST_TYPES:
             bad.append(attrs.get("to"))

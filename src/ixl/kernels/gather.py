@@ -27,8 +27,18 @@ from ..hixl.schema import normalize_axis
 from ..intmath import round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig
-from .row_move import (MOVE_DTYPES, TUNING_SPACE, Axis, DimMap, Part, RowMoveKernel,
-                       RowMoveTiling, Tile, make_kernel, plan)
+from .row_move import (
+    MOVE_DTYPES,
+    TUNING_SPACE,
+    Axis,
+    DimMap,
+    Part,
+    RowMoveKernel,
+    RowMoveTiling,
+    Tile,
+    make_kernel,
+    plan,
+)
 from .version import BUILT_FOR_RUNTIME
 
 # UB for a tile's index window when the indices do not fit whole ([U]: a budget, not a fact).
@@ -156,7 +166,7 @@ def lookup_plan(part: Part, lookup: Lookup, ins, outs, chip, config):
 # ---------------------------------------------------------------- Gather
 
 def _gather_tiling(ins, outs, attrs, chip, config):
-    data, indices, out = ins[0], ins[1], outs[0]
+    data, indices = ins[0], ins[1]
     axis = normalize_axis("Gather", attrs["axis"], len(data.shape))
     outer = math.prod(data.shape[:axis])
     inner = math.prod(data.shape[axis + 1:])

@@ -28,7 +28,8 @@ float32 runs at k0 = 4 per cycle, exact products accumulated in float32; with th
 hf32 (set_hf32_mode) at twice that rate, each input rounded to 11 mantissa bits first [HF32].
 
 The file reads as an Ascend C sample: the kernel class (init, process, copy_in, split,
-compute, copy_out), the kernel entry, the host tiling entry and the registration.
+compute, copy_out) over a base that sets up the Cube's queues (CubeQueues), split-K as a
+subclass with its own process, the kernel entry, the host tiling entry and the registration.
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.backend import KernelType
 from ..nixl.tuning import TuningSpace
-from .matmul_epilogue import (CREDITS, FREE, READY, Epilogue, EpilogueKernel,
-                              plan_vector_side)
+from .matmul_epilogue import CREDITS, FREE, READY, Epilogue, EpilogueKernel, plan_vector_side
 from .matmul_tiling import ND2NZ_MAX_PITCH, MatmulShape, MatmulTiling, matmul_shape, plan
 from .version import BUILT_FOR_RUNTIME
 
@@ -59,9 +59,10 @@ SMALL_MMAD = 10                 # (m/16)(n/16) below this, accumulating Mmads ne
 
 # ---------------------------------------------------------------- the device kernel
 
-class MatmulKernel:
-    """One AIC's share of the output tiles, written to `out` (y, or a mix kernel's
-    workspace)."""
+class CubeQueues:
+    """The Cube's memories of one AIC as queues, and the steps every matrix product on them
+    shares: L1 chunks of A and B (A1, B1), L0A and L0B (A2, B2), the L0C tiles and the bias
+    path (L1 -> BiasTable); one Mmad, from the bias row or not."""
 
     def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
         self.t, self.ctx, self.a, self.b, self.out, self.bias_gm = t, ctx, a, b, out, bias
@@ -90,7 +91,6 @@ class MatmulKernel:
             asc.set_hf32_mode(True)
             asc.set_hf32_trans_mode(True)
         self.chunk = None          # the L1 chunk the loads read: (a1, b1)
-        self.partials = ctx.workspace.reinterpret(F32) if t.k_splits > 1 else None
 
     def a1_elements(self) -> int:
         """A's L1 chunk: bm positions of K (NC1HWC0), or K positions of bm (NZ(A^T))."""
@@ -102,13 +102,39 @@ class MatmulKernel:
     def b1_elements(self) -> int:
         return round_up(self.t.k_l1, FRACTAL) * round_up(self.t.base_n, FRACTAL)
 
+    def load_bias(self, n0: int, bn: int) -> None:
+        """The tile's bias row: GM -> L1 (one ND2NZ row, zero padded) -> BiasTable (float32,
+        half widened on the way) [BT]."""
+        staged = self.bias_l1.alloc_tensor(self.dtype)
+        asc.data_copy(staged, self.bias_gm[n0], asc.Nd2NzParams(n_value=1, d_value=bn,
+                                                                src_d_value=bn))
+        self.bias_l1.enque(staged)
+        staged = self.bias_l1.deque()
+        bias = self.bias_bt.alloc_tensor(F32)
+        unit = self.ctx.chip.bias_table_align
+        asc.data_copy(bias, staged, asc.DataCopyParams(
+            block_count=1, block_len=ceil_div(bn * F32.itemsize, unit)))
+        self.bias_l1.free_tensor(staged)
+        self.bias_bt.enque(bias)
+
+    def mmad(self, c, a2, b2, params, bias: bool) -> None:
+        """One Mmad, starting from the BiasTable's row when `bias`."""
+        if bias:
+            row = self.bias_bt.deque()
+            asc.mmad(c, a2, b2, row, params)
+            self.bias_bt.free_tensor(row)
+        else:
+            asc.mmad(c, a2, b2, params)
+
+
+class MatmulKernel(CubeQueues):
+    """One AIC's share of the output tiles, written to `out` (y, or a mix kernel's
+    workspace)."""
+
     def process(self):
         """Every tile of this core; in a mix kernel, a flag to the vector cores after each
         and at most CREDITS tiles ahead of them (a generator: the flags are waited on)."""
         t, sh = self.t, self.shape
-        if t.k_splits > 1:
-            yield from self.process_split_k()
-            return
         tiles = t.core_tiles(self.ctx.block_idx, self.ctx.block_num)
         for i, index in enumerate(tiles):
             if self.mix and i >= CREDITS:
@@ -142,77 +168,6 @@ class MatmulKernel:
                 self.split(bm, bn, kc, kk, bk)
                 self.compute(c, bm, bn, bk, bias and k0 + kk == k_lo, first=k0 + kk == k_lo,
                              last=k0 + kk + bk == k_hi, last_of_chunk=kk + bk == kc)
-
-    def process_split_k(self):
-        """Split-K: each unit is a tile's product over one part of K, written as float32
-        partial rows to the workspace ([m][part][n]); after a SyncAll each core sums the
-        parts of its tiles' rows, one GEMV each: a row of ones times the parts (k = parts),
-        the bias row from the BiasTable, ReLU and the output type in the Fixpipe."""
-        t, sh, ctx = self.t, self.shape, self.ctx
-        parts, part = t.k_splits, t.split_k
-        for i, unit in enumerate(range(ctx.block_idx, t.tiles * parts, ctx.block_num)):
-            index, s = divmod(unit, parts)
-            _, m0, n0 = t.tile(index)
-            bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
-            c = self.l0c[i % len(self.l0c)]
-            k_lo = min(s * part, sh.k)
-            self.tile_product(c, 0, m0, n0, bm, bn, k_lo, min(k_lo + part, sh.k), False)
-            asc.fixpipe(self.partials[(m0 * parts + s) * sh.n + n0], c, asc.FixpipeParamsV220(
-                n_size=bn, m_size=bm, src_stride=round_up(bm, FRACTAL), dst_stride=parts * sh.n,
-                quant_pre=asc.QuantMode.NoQuant, unit_flag=3))
-        yield asc.sync_all()
-        ones = self.a2.alloc_tensor(F32)          # the GEMV's A: a row of ones, once
-        asc.fill(ones, asc.InitConstValueParams(repeat_times=1, block_num=1, init_value=1))
-        self.a2.enque(ones)
-        ones = self.a2.deque()
-        rows = 0
-        for index in t.core_tiles(ctx.block_idx, ctx.block_num):
-            _, m0, n0 = t.tile(index)
-            bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
-            for m in range(m0, m0 + bm):
-                self.sum_parts(self.l0c[rows % len(self.l0c)], ones, m, n0, bn)
-                rows += 1
-        self.a2.free_tensor(ones)
-
-    def sum_parts(self, c, ones, m: int, n0: int, bn: int) -> None:
-        """Row m of y, columns [n0, n0 + bn): the sum of its parts."""
-        t, sh = self.t, self.shape
-        parts = t.k_splits
-        b1 = self.b1.alloc_tensor(F32)
-        asc.data_copy(b1, self.partials[m * parts * sh.n + n0], asc.Nd2NzParams(
-            n_value=parts, d_value=bn, src_d_value=sh.n, dst_nz_c0_stride=FRACTAL))
-        self.b1.enque(b1)
-        b1 = self.b1.deque()
-        b2 = self.b2.alloc_tensor(F32)
-        n_fractals = ceil_div(bn, FRACTAL)
-        asc.load_data_with_transpose(b2, b1, asc.LoadData2dTransposeParams(
-            repeat_times=n_fractals, dst_frac_gap=n_fractals - 1))
-        self.b1.free_tensor(b1)
-        self.b2.enque(b2)
-        if self.bias_gm is not None:
-            self.load_bias(n0, bn)
-        b2 = self.b2.deque()
-        self.mmad(c, ones, b2, asc.MmadParams(m=1, n=bn, k=parts, unit_flag=3),
-                  self.bias_gm is not None)
-        self.b2.free_tensor(b2)
-        asc.fixpipe(self.out[m * sh.n + n0], c, asc.FixpipeParamsV220(
-            n_size=bn, m_size=1, src_stride=FRACTAL, dst_stride=sh.n,
-            quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
-
-    def load_bias(self, n0: int, bn: int) -> None:
-        """The tile's bias row: GM -> L1 (one ND2NZ row, zero padded) -> BiasTable (float32,
-        half widened on the way) [BT]."""
-        staged = self.bias_l1.alloc_tensor(self.dtype)
-        asc.data_copy(staged, self.bias_gm[n0], asc.Nd2NzParams(n_value=1, d_value=bn,
-                                                                src_d_value=bn))
-        self.bias_l1.enque(staged)
-        staged = self.bias_l1.deque()
-        bias = self.bias_bt.alloc_tensor(F32)
-        unit = self.ctx.chip.bias_table_align
-        asc.data_copy(bias, staged, asc.DataCopyParams(
-            block_count=1, block_len=ceil_div(bn * F32.itemsize, unit)))
-        self.bias_l1.free_tensor(staged)
-        self.bias_bt.enque(bias)
 
     def zero(self, c, bm: int, bn: int, bias: bool) -> None:
         """K of 0: one Mmad of k = 1 over zero-filled L0A and L0B (16 of K each) gives zeros
@@ -327,21 +282,77 @@ class MatmulKernel:
             self.a1.free_tensor(a1)
             self.b1.free_tensor(b1)
 
-    def mmad(self, c, a2, b2, params, bias: bool) -> None:
-        """One Mmad, starting from the BiasTable's row when `bias`."""
-        if bias:
-            row = self.bias_bt.deque()
-            asc.mmad(c, a2, b2, row, params)
-            self.bias_bt.free_tensor(row)
-        else:
-            asc.mmad(c, a2, b2, params)
-
     def copy_out(self, c, matrix: int, m0: int, n0: int, bm: int, bn: int) -> None:
         """L0C -> GM: one Fixpipe, float32 -> the output type, NZ -> ND, reading the tile as
         its last Mmad's unit flags release it."""
         t, sh = self.t, self.shape
         asc.fixpipe(self.out[(matrix * sh.m + m0) * sh.n + n0], c, asc.FixpipeParamsV220(
             n_size=bn, m_size=bm, src_stride=round_up(bm, FRACTAL), dst_stride=sh.n,
+            quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
+
+
+class SplitKMatmulKernel(MatmulKernel):
+    """A product cut along K (the tiling's k_splits > 1): units of (tile, part of K), their
+    float32 partial rows summed after a SyncAll."""
+
+    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
+        super().__init__(ctx, t, a, b, out, bias)
+        self.partials = ctx.workspace.reinterpret(F32)
+
+    def process(self):
+        """Split-K: each unit is a tile's product over one part of K, written as float32
+        partial rows to the workspace ([m][part][n]); after a SyncAll each core sums the
+        parts of its tiles' rows, one GEMV each: a row of ones times the parts (k = parts),
+        the bias row from the BiasTable, ReLU and the output type in the Fixpipe."""
+        t, sh, ctx = self.t, self.shape, self.ctx
+        parts, part = t.k_splits, t.split_k
+        for i, unit in enumerate(range(ctx.block_idx, t.tiles * parts, ctx.block_num)):
+            index, s = divmod(unit, parts)
+            _, m0, n0 = t.tile(index)
+            bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
+            c = self.l0c[i % len(self.l0c)]
+            k_lo = min(s * part, sh.k)
+            self.tile_product(c, 0, m0, n0, bm, bn, k_lo, min(k_lo + part, sh.k), False)
+            asc.fixpipe(self.partials[(m0 * parts + s) * sh.n + n0], c, asc.FixpipeParamsV220(
+                n_size=bn, m_size=bm, src_stride=round_up(bm, FRACTAL), dst_stride=parts * sh.n,
+                quant_pre=asc.QuantMode.NoQuant, unit_flag=3))
+        yield asc.sync_all()
+        ones = self.a2.alloc_tensor(F32)          # the GEMV's A: a row of ones, once
+        asc.fill(ones, asc.InitConstValueParams(repeat_times=1, block_num=1, init_value=1))
+        self.a2.enque(ones)
+        ones = self.a2.deque()
+        rows = 0
+        for index in t.core_tiles(ctx.block_idx, ctx.block_num):
+            _, m0, n0 = t.tile(index)
+            bm, bn = min(t.base_m, sh.m - m0), min(t.base_n, sh.n - n0)
+            for m in range(m0, m0 + bm):
+                self.sum_parts(self.l0c[rows % len(self.l0c)], ones, m, n0, bn)
+                rows += 1
+        self.a2.free_tensor(ones)
+
+    def sum_parts(self, c, ones, m: int, n0: int, bn: int) -> None:
+        """Row m of y, columns [n0, n0 + bn): the sum of its parts."""
+        t, sh = self.t, self.shape
+        parts = t.k_splits
+        b1 = self.b1.alloc_tensor(F32)
+        asc.data_copy(b1, self.partials[m * parts * sh.n + n0], asc.Nd2NzParams(
+            n_value=parts, d_value=bn, src_d_value=sh.n, dst_nz_c0_stride=FRACTAL))
+        self.b1.enque(b1)
+        b1 = self.b1.deque()
+        b2 = self.b2.alloc_tensor(F32)
+        n_fractals = ceil_div(bn, FRACTAL)
+        asc.load_data_with_transpose(b2, b1, asc.LoadData2dTransposeParams(
+            repeat_times=n_fractals, dst_frac_gap=n_fractals - 1))
+        self.b1.free_tensor(b1)
+        self.b2.enque(b2)
+        if self.bias_gm is not None:
+            self.load_bias(n0, bn)
+        b2 = self.b2.deque()
+        self.mmad(c, ones, b2, asc.MmadParams(m=1, n=bn, k=parts, unit_flag=3),
+                  self.bias_gm is not None)
+        self.b2.free_tensor(b2)
+        asc.fixpipe(self.out[m * sh.n + n0], c, asc.FixpipeParamsV220(
+            n_size=bn, m_size=1, src_stride=FRACTAL, dst_stride=sh.n,
             quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
 
 
@@ -358,11 +369,12 @@ def matmul_kernel(ctx: KernelContext, *gm):
 
     a, b = given(epi.operands[0]), given(epi.operands[1])
     bias = given(epi.bias)
+    kernel = SplitKMatmulKernel if t.k_splits > 1 else MatmulKernel
     if not epi.vector:
-        return MatmulKernel(ctx, t, a, b, y, bias).process()
+        return kernel(ctx, t, a, b, y, bias).process()
     acc = ctx.workspace.reinterpret(F32)
     if ctx.is_aic:
-        return MatmulKernel(ctx, t, a, b, acc, bias).process()
+        return kernel(ctx, t, a, b, acc, bias).process()
     return EpilogueKernel(ctx, t, [acc] + [given(i) for i in epi.inputs], y).process()
 
 

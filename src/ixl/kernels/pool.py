@@ -200,12 +200,13 @@ def _ub(t: PoolTiling, band: int, rows_in: int, s_isz: int, chip: ChipSpec) -> _
 
 # ---------------------------------------------------------------- the device kernel
 
-class PoolKernel:
-    """One core's units: (plane, band of output positions along the first dim)."""
+class PoolQueues:
+    """The UB plan of a pooling as queues and buffers (input rows, output rows and int64
+    indices; the pooled, spread, tap and row buffers in float32), and the output
+    conversions: values to the output type, float indices to int64."""
 
     def __init__(self, ctx: KernelContext, x, y, indices=None):
-        """Init: the queues and buffers of the UB plan; the spread rows' padding, MaxPool's
-        column of each spread block, AveragePool's reciprocal counts along the last dim."""
+        """Init: the queues and buffers of the UB plan."""
         t: PoolTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.y, self.idx_gm = ctx, t, ctx.chip, x, y, indices
         self.sdt = to_numpy(t.dtype)
@@ -229,7 +230,6 @@ class PoolKernel:
         row = self._buf(ub.row, F32)
         self.row = [row[w * t.out_pitch] for w in range(3)]
         self.mask = self._buf(ub.mask, np.uint8)
-        self.init_spread()
 
     def _queue(self, position, nbytes):
         q = asc.TQue(position)
@@ -240,6 +240,47 @@ class PoolKernel:
         b = asc.TBuf()
         self.pipe.init_buffer(b, nbytes)
         return b.get(dtype)
+
+    def emit(self, dst, value, count: int) -> None:
+        """A float32 row of results in the output type."""
+        if self.sdt == F32:
+            asc.adds(dst, value, 0.0, count)
+        else:
+            asc.cast(dst, value, asc.RoundMode.CAST_RINT, count)
+
+    def widen(self, dst, index) -> None:
+        """Float indices (integers below 2^24) to int64 in UB: to int32, each spread over a
+        block of its own (brcb), then four masked copies put value j at int32 lane 2j, whose
+        neighbour (the high word) is 0."""
+        t, per_rep = self.t, self.per_rep
+        ints = self.row[2].reinterpret(I32)
+        asc.cast(ints, index, asc.RoundMode.CAST_RINT, t.packed)
+        spread = self.taps[1].reinterpret(I32)
+        blk = self.chip.block_elems(I32.itemsize)
+        for q0, n in chunks(t.packed // per_rep, self.chip.max_repeat, per_rep * I32.itemsize,
+                            self.chip.block_bytes):
+            asc.brcb(spread[q0 * per_rep * blk], ints[q0 * per_rep], n)
+        words = dst.reinterpret(I32)
+        asc.duplicate(words, 0, 2 * t.packed)
+        lanes = self.chip.lanes(I32.itemsize)
+        per_block = blk // 2                  # int64 values per 32-byte block
+        step = asc.UnaryRepeatParams(1, per_block, per_rep, per_rep * per_block)
+        for k in range(per_block):            # value 4b + k to lane 2k of block b
+            mask = sum(1 << (2 * k + blk * b) for b in range(per_rep))
+            for q0, n in chunks(2 * t.packed // lanes, self.chip.max_repeat,
+                                lanes * I32.itemsize, self.chip.block_bytes):
+                asc.adds(words[q0 * lanes], spread[(q0 * per_rep * per_block + k) * blk], 0,
+                         [mask, 0], n, step)
+
+
+class PoolKernel(PoolQueues):
+    """One core's units: (plane, band of output positions along the first dim)."""
+
+    def __init__(self, ctx: KernelContext, x, y, indices=None):
+        """Init: the queues and buffers; the spread rows' padding, MaxPool's column of each
+        spread block, AveragePool's reciprocal counts along the last dim."""
+        super().__init__(ctx, x, y, indices)
+        self.init_spread()
 
     def init_spread(self) -> None:
         t, blk = self.t, self.blk
@@ -418,36 +459,6 @@ class PoolKernel:
         outer = t.dims[:-1]
         asc.muls(dst, columns, float(math.prod(outer)), n)
         asc.adds(dst, dst, float(sum(i * math.prod(outer[:d]) for d, i in enumerate(at))), n)
-
-    def emit(self, dst, value, count: int) -> None:
-        if self.sdt == F32:
-            asc.adds(dst, value, 0.0, count)
-        else:
-            asc.cast(dst, value, asc.RoundMode.CAST_RINT, count)
-
-    def widen(self, dst, index) -> None:
-        """Float indices (integers below 2^24) to int64 in UB: to int32, each spread over a
-        block of its own (brcb), then four masked copies put value j at int32 lane 2j, whose
-        neighbour (the high word) is 0."""
-        t, per_rep = self.t, self.per_rep
-        ints = self.row[2].reinterpret(I32)
-        asc.cast(ints, index, asc.RoundMode.CAST_RINT, t.packed)
-        spread = self.taps[1].reinterpret(I32)
-        blk = self.chip.block_elems(I32.itemsize)
-        for q0, n in chunks(t.packed // per_rep, self.chip.max_repeat, per_rep * I32.itemsize,
-                            self.chip.block_bytes):
-            asc.brcb(spread[q0 * per_rep * blk], ints[q0 * per_rep], n)
-        words = dst.reinterpret(I32)
-        asc.duplicate(words, 0, 2 * t.packed)
-        lanes = self.chip.lanes(I32.itemsize)
-        per_block = blk // 2                  # int64 values per 32-byte block
-        step = asc.UnaryRepeatParams(1, per_block, per_rep, per_rep * per_block)
-        for k in range(per_block):            # value 4b + k to lane 2k of block b
-            mask = sum(1 << (2 * k + blk * b) for b in range(per_rep))
-            for q0, n in chunks(2 * t.packed // lanes, self.chip.max_repeat,
-                                lanes * I32.itemsize, self.chip.block_bytes):
-                asc.adds(words[q0 * lanes], spread[(q0 * per_rep * per_block + k) * blk], 0,
-                         [mask, 0], n, step)
 
 
 def _max_pool_kernel(ctx: KernelContext, x, y, indices) -> None:

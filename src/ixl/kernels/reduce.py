@@ -24,8 +24,8 @@ from ..nixl import KernelEntry, register_kernel
 from ..nixl.tuning import DoesNotFit
 from .axis_kernel import AxisOp, make_kernel
 from .axis_plan import TUNING_SPACE, AxisTiling, padded_storage, plan
-from .reduce_split import SplitTiling, split_kernel, split_plan
 from .norm import Softmax
+from .reduce_split import SplitTiling, split_kernel, split_plan
 from .reducers import MAPS, REDUCERS, unsaturate
 from .version import BUILT_FOR_RUNTIME
 
@@ -196,7 +196,8 @@ FAMILY = {
 for _name, _op in FAMILY.items():
     register_kernel(KernelEntry(
         op=_name, kernel=_kernel(f"{_name[6:].lower()}_reduce_kernel", _op),
-        tiling=_tiling(_op, copies_identity=True), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
+        tiling=_tiling(_op, copies_identity=True), dtypes=FLOATS,
+        built_for_runtime=BUILT_FOR_RUNTIME,
         declines=_declines, tuning_space=TUNING_SPACE))
 
 

@@ -147,7 +147,10 @@ def element_lanes(offs: asc.LocalTensor, n: int, lanes: int, step: int, first: i
     asc.adds(offs, offs, first, n)
 
 
-class SortKernel:
+class SortQueues:
+    """The UB plan of a sort as queues and buffers, and the output queues' writes: values
+    and int64 indices spread a block each, written with the axis's GM stride."""
+
     def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
         """Init: an input queue, two output queues (values, indices), the two list buffers
         (the scores and positions start in the second), a running list when rows take
@@ -192,6 +195,47 @@ class SortKernel:
         b = asc.TBuf()
         self.pipe.init_buffer(b, nbytes)
         return b.get(np.uint8)
+
+    def _write_values(self, scores: asc.LocalTensor, at: int, m: int,
+                      high: asc.LocalTensor | None = None) -> None:
+        """Values spread a block each (an int64's high word, `high`, into each block's second
+        word) and written with the axis's stride."""
+        tiling, isz = self.tiling, self.dtype.itemsize
+        y = self.val_q.alloc_tensor(self.dtype)
+        word = np.int16 if isz == 2 else np.int32
+        if self.dtype != self.sdt and isz == 2:             # bfloat16: narrowed, then spread
+            narrow = self.staging
+            asc.cast(narrow, scores, asc.RoundMode.CAST_RINT, m)
+            scores = narrow
+        repeats = ceil_div(m, 8)
+        asc.brcb(y.reinterpret(word), scores.reinterpret(word), repeats)
+        if high is not None:
+            asc.brcb(self.high_blocks, high, repeats)
+            asc.adds(y.reinterpret(np.int32), self.high_blocks, 0, (SECOND_WORDS, 0), repeats,
+                     asc.UnaryRepeatParams())
+        self.val_q.enque(y)
+        y = self.val_q.deque()
+        asc.data_copy_pad(self.values_gm[at], y, asc.DataCopyExtParams(
+            m, isz, 0, (tiling.inner - 1) * isz))
+        self.val_q.free_tensor(y)
+
+    def _write_indices(self, index: asc.LocalTensor, at: int, m: int) -> None:
+        """int64 indices: the index in word 0 of its block, 0 in word 1, 8 bytes written."""
+        tiling = self.tiling
+        y = self.idx_q.alloc_tensor(np.int32)
+        repeats = ceil_div(m, 8)
+        asc.brcb(y, index, repeats)
+        asc.duplicate(y, 0, (SECOND_WORDS, 0), repeats, 1, 8)
+        self.idx_q.enque(y)
+        y = self.idx_q.deque()
+        asc.data_copy_pad(self.indices_gm[at], y.reinterpret(np.int64), asc.DataCopyExtParams(
+            m, 8, 0, (tiling.inner - 1) * 8))
+        self.idx_q.free_tensor(y)
+
+
+class SortKernel(SortQueues):
+    """One core's rows: each read in chunks, sorted (Sort32, then four-way MrgSort cut to
+    k), merged into the row's running best k, and written out."""
 
     # ---- the row loop ----
     def process(self) -> None:
@@ -350,42 +394,6 @@ class SortKernel:
             if tiling.values:
                 self._write_values(scores[p0], base + p0 * tiling.inner, m)
             self._write_indices(index[p0], base + p0 * tiling.inner, m)
-
-    def _write_values(self, scores: asc.LocalTensor, at: int, m: int,
-                      high: asc.LocalTensor | None = None) -> None:
-        """Values spread a block each (an int64's high word, `high`, into each block's second
-        word) and written with the axis's stride."""
-        tiling, isz = self.tiling, self.dtype.itemsize
-        y = self.val_q.alloc_tensor(self.dtype)
-        word = np.int16 if isz == 2 else np.int32
-        if self.dtype != self.sdt and isz == 2:             # bfloat16: narrowed, then spread
-            narrow = self.staging
-            asc.cast(narrow, scores, asc.RoundMode.CAST_RINT, m)
-            scores = narrow
-        repeats = ceil_div(m, 8)
-        asc.brcb(y.reinterpret(word), scores.reinterpret(word), repeats)
-        if high is not None:
-            asc.brcb(self.high_blocks, high, repeats)
-            asc.adds(y.reinterpret(np.int32), self.high_blocks, 0, (SECOND_WORDS, 0), repeats,
-                     asc.UnaryRepeatParams())
-        self.val_q.enque(y)
-        y = self.val_q.deque()
-        asc.data_copy_pad(self.values_gm[at], y, asc.DataCopyExtParams(
-            m, isz, 0, (tiling.inner - 1) * isz))
-        self.val_q.free_tensor(y)
-
-    def _write_indices(self, index: asc.LocalTensor, at: int, m: int) -> None:
-        """int64 indices: the index in word 0 of its block, 0 in word 1, 8 bytes written."""
-        tiling = self.tiling
-        y = self.idx_q.alloc_tensor(np.int32)
-        repeats = ceil_div(m, 8)
-        asc.brcb(y, index, repeats)
-        asc.duplicate(y, 0, (SECOND_WORDS, 0), repeats, 1, 8)
-        self.idx_q.enque(y)
-        y = self.idx_q.deque()
-        asc.data_copy_pad(self.indices_gm[at], y.reinterpret(np.int64), asc.DataCopyExtParams(
-            m, 8, 0, (tiling.inner - 1) * 8))
-        self.idx_q.free_tensor(y)
 
 
 class RadixSortKernel(SortKernel):

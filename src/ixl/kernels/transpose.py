@@ -29,8 +29,16 @@ from ..hixl.dtypes import to_numpy
 from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig
-from .row_move import (MOVE_DTYPES, TUNING_FIELDS, TUNING_SPACE, DimMap, RowMoveTiling,
-                       grid_part, make_kernel, plan as row_plan)
+from .row_move import (
+    MOVE_DTYPES,
+    TUNING_FIELDS,
+    TUNING_SPACE,
+    DimMap,
+    RowMoveTiling,
+    grid_part,
+    make_kernel,
+)
+from .row_move import plan as row_plan
 from .tiling import Tiling, split_units
 from .version import BUILT_FOR_RUNTIME
 

@@ -11,8 +11,8 @@ An int64 is two int32 words, the low one first (little-endian).
   the last bit.
 - float32 -> int64: t = trunc(x) (through int32 below 2^23, where a float32 may have a
   fraction), h = the nearest multiple of 2^32, lo = t - h (exact, a signed word), hi = h / 2^32
-  less 1 when lo is negative; NaN gives 0 and values outside the int64 range saturate, as Cast's golden
-  says; the words interleave through the vector Gather.
+  less 1 when lo is negative; NaN gives 0 and values outside the int64 range saturate, as
+  Cast's golden says; the words interleave through the vector Gather.
 - int32 -> int64: the word and its sign (0 or -1) interleaved.
 - anything -> bool: 1 where the value is nonzero (NaN included): a compare, a select of 1 and 0
   in float16, a cast to int16, and two GatherMasks packing byte pairs into int16 words.

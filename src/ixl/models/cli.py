@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
     run.add_argument("--json", action="store_true", help="print one JSON document instead")
     add_sweep_options(run)
     run.set_defaults(func=cmd_minilm)
-    from .smollm2_cli import add_parser as add_smollm2     # it builds on this module's tables
+    from .smollm2_cli import add_parser as add_smollm2  # it builds on this module's tables
     add_smollm2(sub)
 
 

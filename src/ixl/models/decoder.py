@@ -130,6 +130,7 @@ class CachedDecoder:
                              graph.inputs[1]: np.arange(start, start + len(ids))[None],
                              **cache, **{n: resident[n] for n in graph.inputs if n in resident}}
                     outputs = dev.run_graph(graph, feeds, fuse=fuse)
+                    assert dev.last_graph is not None       # run_graph keeps its record
                     records.append(dev.last_graph)
                     logits = outputs[graph.outputs[0]]
                     try:

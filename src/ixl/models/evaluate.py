@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -41,6 +42,11 @@ class FileLine:
     @property
     def id(self) -> str:
         return f"line {self.line}"
+
+
+def file_lines(sweep: Sweep) -> list[FileLine]:
+    """The tasks of a sweep over a file's lines (embed_sweep's and generate_sweep's)."""
+    return cast("list[FileLine]", list(sweep.tasks))
 
 
 @dataclass(frozen=True)
@@ -142,14 +148,14 @@ def cmd_minilm_file(args) -> int:
     sweep = embed_sweep(args.file, args.chip, args.dtype, fuse)
     report = run_from_args(args, sweep, "embedding")
     done = [o for o in report.outcomes if o.ok]
-    rows = summed([row for o in done for row in o.result["ops"]])
-    total = sum(o.result["time_us"] for o in done)
+    rows = summed([row for o in done for row in o.found["ops"]])
+    total = sum(o.found["time_us"] for o in done)
     written = None
     if args.out and report.all_ok:
-        written = save_npy(args.out, np.array([o.result["vector"] for o in report.outcomes],
+        written = save_npy(args.out, np.array([o.found["vector"] for o in report.outcomes],
                                               np.float32))
     errors = [{"line": task.line, "error": o.error_line()}
-              for task in sweep.tasks if not (o := report.by_id[task.id]).ok]
+              for task in file_lines(sweep) if not (o := report.by_id[task.id]).ok]
     if args.json:
         print(json.dumps({
             "model": "all-MiniLM-L6-v2", "chip": args.chip, "dtype": args.dtype, "fuse": fuse,
@@ -187,9 +193,10 @@ def cmd_smollm2_file(args) -> int:
     sweep = generate_sweep(args.file, args.chip, args.dtype, not args.no_fuse, args.chat,
                            args.max_new_tokens)
     report = run_from_args(args, sweep, "generating")
-    rows = [{"line": task.line, "prompt": task.text, **o.result} if o.ok else
-            {"line": task.line, "prompt": task.text, "error": o.error_line()}
-            for task in sweep.tasks if (o := report.by_id.get(task.id)) is not None]
+    rows: list[dict[str, Any]] = [
+        {"line": task.line, "prompt": task.text, **o.found} if o.ok else
+        {"line": task.line, "prompt": task.text, "error": o.error_line()}
+        for task in file_lines(sweep) if (o := report.by_id.get(task.id)) is not None]
     written = None
     if args.out_file and report.all_ok:
         text = "".join(json.dumps(r) + "\n" for r in rows) \

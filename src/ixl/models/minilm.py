@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from functools import cached_property
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,12 @@ from ..hixl import ArgSpec
 from ..nixl import GraphRecord
 from ..onnx import IxlBackend, IxlBackendRep
 from ..onnx.passes import cast_floats, optimize
-from .weights import ModelUnavailable, fill_weights, require_package, weight_map
+from .weights import (
+    ModelUnavailable,  # noqa: F401 (re-exported: ixl.cli imports it from here)
+    fill_weights,
+    require_package,
+    weight_map,
+)
 from .weights import install_line as weights_install_line
 
 GRAPH = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2.onnx"
@@ -65,6 +69,7 @@ def load_tokenizer(folder: Path) -> Tokenizer:
     here, not the file's own 128), padded to a multiple of the file's fixed padding length."""
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     padding = tokenizer.padding
+    assert padding is not None          # the model's tokenizer.json pads
     max_len = json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
     tokenizer.enable_truncation(max_length=max_len)
     tokenizer.enable_padding(pad_id=padding["pad_id"], pad_type_id=padding["pad_type_id"],
@@ -149,6 +154,7 @@ class MiniLM:
         """The last hidden state (length, 384) of one text and the run's record."""
         rep = self.rep(encoded.length)
         (hidden,) = rep.run(encoded.feeds, fuse=fuse, timing_only=timing_only)
+        assert rep.last_graph is not None       # a run keeps its record
         return hidden[0], rep.last_graph
 
     def embed_one(self, text: str, fuse: bool = True

@@ -35,7 +35,7 @@ def gguf_path() -> Path:
     needs the llm and llama-cpp-python packages, which ixl does not)."""
     spec = weight_map(GRAPH)
     require_package(spec, "SmolLM2-135M-Instruct")
-    return Path(metadata.distribution(spec["package"]).locate_file(spec["file"]))
+    return Path(str(metadata.distribution(spec["package"]).locate_file(spec["file"])))
 
 
 @dataclass

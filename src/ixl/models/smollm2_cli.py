@@ -73,7 +73,10 @@ def native_share(records: list[GraphRecord]) -> float:
 def cache_writes(record: GraphRecord) -> tuple[int, int]:
     """The ScatterND runs of one graph run and the bytes of updates they wrote."""
     writes = [run for run in record.runs if run.op == "ScatterND"]
-    nbytes = sum(int(np.prod(run.shapes[2])) * to_numpy(run.dtype).itemsize for run in writes)
+    nbytes = 0
+    for run in writes:
+        assert run.dtype is not None        # a launch records its dtype
+        nbytes += int(np.prod(run.shapes[2])) * to_numpy(run.dtype).itemsize
     return len(writes), nbytes
 
 

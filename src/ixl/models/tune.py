@@ -83,7 +83,9 @@ def tune_plan(cases: list[OpCase], chip: str, max_points: int | None
     spec = get_chip(chip)
     plan = []
     for case in cases:
-        space = spread(REGISTRY.native(case.op).tuning_space.points(spec), max_points)
+        entry = REGISTRY.native(case.op)
+        assert entry is not None        # the cases are the model's native launches
+        space = spread(entry.tuning_space.points(spec), max_points)
         plan.append((case, [case.timing(chip, DEFAULT),
                             *(case.timing(chip, tuple(p.to_dict().items())) for p in space)]))
     return plan
@@ -128,13 +130,14 @@ def best_of(case: OpCase, tasks: list[TimingCase], outcomes: dict[str, Outcome])
     default = outcomes[tasks[0].id]
     if default.status == ERROR:
         return Tuned(case, why=default.error_line())
-    if default.result["path"] != "native":
-        return Tuned(case, why=f"runs on the {default.result['path']} at its default")
-    tuned = Tuned(case, default.result["time_us"], default.result["time_us"])
+    if default.found["path"] != "native":
+        return Tuned(case, why=f"runs on the {default.found['path']} at its default")
+    tuned = Tuned(case, default.found["time_us"], default.found["time_us"])
     for task in tasks[1:]:
         o = outcomes[task.id]
-        if o.ok and o.result["path"] == "native" and o.result["time_us"] < tuned.best_us:
-            tuned.best_us, tuned.config = o.result["time_us"], dict(task.config)
+        if o.ok and o.found["path"] == "native" and o.found["time_us"] < tuned.best_us:
+            assert task.config is not None          # the points after the default have one
+            tuned.best_us, tuned.config = o.found["time_us"], dict(task.config)
     return tuned
 
 

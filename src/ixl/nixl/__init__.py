@@ -2,8 +2,8 @@
 
 from .context import KernelContext
 from .device import Device, device
-from .graph import Graph, GraphRecord, Node
 from .errors import DeviceClosed, KernelDeclined, KernelStartFailed, NixlError, OutOfMemory
+from .graph import Graph, GraphRecord, Node
 from .record import RunRecord
 from .registry import REGISTRY, KernelEntry, LaunchPlan, register_kernel
 from .tensor import DeviceTensor

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-
 from typing import Protocol
 
 from .errors import OutOfMemory
@@ -42,7 +41,7 @@ def host_available_bytes() -> int | None:
         return None
 
 
-def human_bytes(n: int) -> str:
+def human_bytes(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"

@@ -3,10 +3,10 @@
 A backend maps and unmaps device memory, reads and writes it, makes the GM windows a kernel
 takes, launches a kernel body over blocks (of a kernel type: vector, cube or mix; in a mode:
 debug, timing-only, recording), says what a host copy costs and what, besides the kernel and
-its tiling, a timing-only launch's record depends on (so that the runtime may reuse it). The runtime holds no other
-handle on it: the allocator, the device's reads and writes, launch and the shim all go through
-these calls. The simulated Ascend chip is the first backend; a real NPU through its runtime
-could plug in here.
+its tiling, a timing-only launch's record depends on (so that the runtime may reuse it). The
+runtime holds no other handle on it: the allocator, the device's reads and writes, launch and
+the shim all go through these calls. The simulated Ascend chip is the first backend; a real
+NPU through its runtime could plug in here.
 
 `Mode` and `KernelType` are the interface's vocabulary (what a launch asks for), re-exported
 from the backend's package.
@@ -14,7 +14,8 @@ from the backend's package.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import numpy as np
 

@@ -24,13 +24,12 @@ from .backend import Backend, create_backend
 from .errors import DeviceClosed, KernelDeclined, KernelStartFailed
 from .graph import Graph, GraphRecord, run_graph
 from .launch import run_native
-from .views import VIEW_OPS
 from .record import RunRecord
 from .registry import REGISTRY, KernelEntry, Registry
 from .shim import run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
-
+from .views import VIEW_OPS
 
 _device_ids = itertools.count(1)
 
@@ -200,7 +199,7 @@ class Device:
         if op in VIEW_OPS and not inputs[0].desc.is_padded:
             return self._view(op, inputs, out_specs[0], bound)
         entry = self.registry.native(op)
-        in_descs = [None if t is None else t.desc if s.value is None
+        in_descs = [None if t is None or s is None else t.desc if s.value is None
                     else dataclasses.replace(t.desc, value=s.value)
                     for t, s in zip(inputs, specs)]
         reason = "no native kernel" if entry is None else entry.why_not(in_descs, bound)
@@ -213,13 +212,14 @@ class Device:
             for desc, name in zip(out_descs, schema.output_names(len(out_descs))):
                 outputs.append(self.empty(desc.shape, desc.dtype, f"{op}.{name}", desc))
             record = None
-            if reason is None:
+            if reason is None and entry is not None:     # (no reason: there is an entry)
                 try:
                     record = run_native(self, entry, list(inputs), outputs, bound, config,
                                         in_descs)
                 except KernelDeclined as declined:
                     reason = str(declined)
             if record is None:
+                assert reason is not None       # the native kernel declined or is absent
                 record = run_shim(self, schema, list(inputs), outputs, bound, reason)
         except BaseException:
             for t in outputs:

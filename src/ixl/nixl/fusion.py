@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 class Chain:
     nodes: list[Node]
     inputs: list[str]                  # tensors read from outside the chain, in order
-    args: list[tuple[int, ...]]        # per node: value ids (inputs first, then node results)
+    args: list[tuple[int | None, ...]]  # per node: value ids (inputs first, then node
+                                        # results; None: an omitted optional input)
     out: ArgSpec
     attrs: list[dict]                  # per node: its attributes, defaults filled in
 

@@ -20,7 +20,8 @@ def launch(op: str, kernel: str, chip: str, tensors: list, plan, workspace) -> N
     if workspace is not None:
         lines.append(f"[ixl]   workspace: addr={workspace.addr:#x} bytes={workspace.nbytes}")
     tiling = plan.tiling
-    fields = dataclasses.asdict(tiling) if dataclasses.is_dataclass(tiling) else tiling
+    is_instance = dataclasses.is_dataclass(tiling) and not isinstance(tiling, type)
+    fields = dataclasses.asdict(tiling) if is_instance else tiling
     lines.append(f"[ixl]   tiling {type(tiling).__name__}: {fields}")
     print("\n".join(lines), file=sys.stderr)
 

@@ -8,8 +8,9 @@ the shim when there is no kernel or the kernel declines a case; the reason is ke
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..hixl import OpSchema, get_op
 from .backend import KernelType
@@ -48,7 +49,7 @@ class KernelEntry:
     def schema(self) -> OpSchema:
         return get_op(self.op)
 
-    def why_not(self, in_descs: list[TensorDesc], attrs: dict) -> str | None:
+    def why_not(self, in_descs: list[TensorDesc | None], attrs: dict) -> str | None:
         """None when the kernel takes this case, else the reason it goes to the shim."""
         dtype = next((d.dtype for d in in_descs if d is not None), None)
         if dtype is not None and dtype not in self.dtypes:

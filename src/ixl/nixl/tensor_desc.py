@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
-from ..hixl import ArgSpec, to_numpy
-from ..hixl import formats
+from ..hixl import ArgSpec, formats, to_numpy
 
 
 class Format(enum.Enum):
@@ -73,7 +73,7 @@ class TensorDesc:
     def from_storage(self, stored: np.ndarray) -> np.ndarray:
         """The logical tensor of the stored array."""
         if self.format is Format.FRACTAL_NZ:
-            return formats.nz_to_nd(stored, self.shape[-2:])
+            return formats.nz_to_nd(stored, cast("tuple[int, int]", self.shape[-2:]))
         if self.format is Format.NC1HWC0:
             return formats.nc1hwc0_to_nchw(stored, self.shape[1])
         if self.is_padded:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from ..ascend.chips import ChipSpec
 from .errors import KernelDeclined, NixlError
@@ -182,7 +183,7 @@ class TuningSpace:
                 ("base_m", self.base_m), ("base_n", self.base_n), ("base_k", self.base_k),
                 ("tile_div", self.tile_div),
                 ("block_dim", tuple(cores // c for c in self.core_div))]
-        points = [{}]
+        points: list[dict[str, Any]] = [{}]
         for name, values in axes:
             if values:
                 points = [{**p, name: v} for p in points for v in values]

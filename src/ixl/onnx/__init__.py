@@ -2,8 +2,8 @@
 
 from .backend import IxlBackend, IxlBackendRep
 from .convert import Converted, ValueSpec, convert
-from .node_cases import node_case_counts
 from .errors import UnsupportedOnnx
+from .node_cases import node_case_counts
 from .translate import onnx_ops
 
 __all__ = ["IxlBackend", "IxlBackendRep", "Converted", "ValueSpec", "convert",

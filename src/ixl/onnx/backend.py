@@ -8,8 +8,9 @@ input shape: what depends on constants, shapes and those values (the shape arith
 dynamic-shape export leaves: Shape, Size, Constant, ConstantOfShape, Range and the integer ops
 over their results; weight transforms) is evaluated there, never launched, and shows in the
 run's record as host work taking no device time. Specialisations are cached by those shapes
-and values, as the kernels' host tilings are (nixl.tiling_cache). Optional shape buckets pad named dims up to a multiple (zeros, for models
-that mask padding, as an attention mask does) and crop the outputs' dims of the same names.
+and values, as the kernels' host tilings are (nixl.tiling_cache). Optional shape buckets pad
+named dims up to a multiple (zeros, for models that mask padding, as an attention mask does)
+and crop the outputs' dims of the same names.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class IxlBackendRep(BackendRep):
         self.debug = debug
         self.dim_ranges = dict(dim_ranges or {})
         self.buckets = check_buckets(buckets or {})
-        self.last_graph = None
+        self.last_graph: GraphRecord | None = None
         self.host_only = host_only_inputs(self.graph)
         self._calls: dict = {}          # specialisations by input shapes and host values
         self._lock = threading.Lock()

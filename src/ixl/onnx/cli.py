@@ -12,9 +12,9 @@ from ..console import out
 from ..files import load_npy
 from ..hixl import ArgSpec, BadInput, to_numpy
 from .backend import IxlBackend, IxlBackendRep, check_shape, load_model, pad_to_buckets
-from .support import inspect_model
 from .passes import optimize
 from .reference import compare_outputs, reference_outputs
+from .support import inspect_model
 
 
 def add_parser(subparsers) -> None:

@@ -15,9 +15,9 @@ import functools
 import json
 import re
 import unittest
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import onnx
 

@@ -4,8 +4,8 @@
 folds on the host every node whose result no longer depends on input data: the shape
 arithmetic a dynamic-shape export leaves behind (Shape, Gather, Unsqueeze, Concat, ...), ONNX
 Constant nodes, casts of constants, an If whose condition becomes known (replaced by its
-branch); inputs fixed in value (an attention mask) fold what depends on them. Without it each of those runs through the shim and pays
-host round trips at every inference.
+branch); inputs fixed in value (an attention mask) fold what depends on them. Without it each
+of those runs through the shim and pays host round trips at every inference.
 
 `fold_constants` folds every node whose inputs are constants without fixing input shapes;
 `fold_batch_norm` folds an inference BatchNormalization into the Conv before it; `optimize` runs

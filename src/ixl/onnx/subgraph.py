@@ -73,7 +73,7 @@ def if_(ctx: NodeContext) -> None:
         inline(ctx.graph, chosen, {}, list(ctx.outputs), ctx.fresh("then" if bool(
             known.reshape(-1)[0]) else "else") + "/")
         return
-    values = []
+    values: list[str] = []
     for b in branches:
         values.extend(n for n in free_names(b) if n not in values)
     for b in branches:

@@ -9,8 +9,8 @@ ONNX dtype codes. An op or attribute ixl does not implement raises UnsupportedOn
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import onnx

@@ -27,6 +27,7 @@ aic_mac_ratio x aic_time(us). The rest:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..ascend.core import CoreKind
 from ..ascend.costs import cost_table
@@ -64,7 +65,7 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
     clock = rec.clock_mhz
     aiv, aic = rec.of(CoreKind.AIV), rec.of(CoreKind.AIC)
     time_cycles = rec.time_us * clock
-    v = {
+    v: dict[str, Any] = {
         "task_duration(us)": round(rec.time_us, 3),
     }
     if aiv or not aic:
@@ -108,13 +109,13 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
     findings = []
     if aiv or not aic:
         shares, unhidden = _shares(aiv, Pipe.V, "VECTOR")
-        v["bound_pipe"] = max(shares, key=shares.get)
+        v["bound_pipe"] = max(shares, key=lambda lane: shares[lane])
         findings += _vector_findings(v, shares, unhidden)
     if aic:
         shares, unhidden = _shares(aic, Pipe.M, "CUBE")
         for pipe in (Pipe.MTE1, Pipe.FIX):
             shares[pipe.lane] = sum(_busy(c, pipe) for c in aic) / (sum(c.cycles for c in aic) or 1)
-        bound = max(shares, key=shares.get)
+        bound = max(shares, key=lambda lane: shares[lane])
         if not aiv or max(c.cycles for c in aic) >= max(c.cycles for c in aiv):
             v["bound_pipe"] = bound
         findings += _cube_findings(v, shares, unhidden)

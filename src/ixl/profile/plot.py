@@ -26,7 +26,8 @@ def plot_timeline(rec: LaunchRecord, path: str, cores: int = 2, title: str = "")
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(rows) + 1.6))
     clock = rec.clock_mhz
     for y, (core, pipe) in enumerate(rows):
-        spans = [(s.start / clock, (s.end - s.start) / clock) for s in core.slices if s.pipe is pipe]
+        spans = [(s.start / clock, (s.end - s.start) / clock)
+                 for s in core.slices if s.pipe is pipe]
         ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=COLORS[pipe])
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"core {c.core_id} {p.lane}" for c, p in rows])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..hixl import ArgSpec
 from ..nixl import Device, Graph, NixlError
 from ..nixl.fusion import find_chain, run_chain
-from ..nixl.tuning import ConfigDoesNotFit
+from ..nixl.tuning import ConfigDoesNotFit, TuningSpace
 from .metrics import launch_metrics
 
 
@@ -79,11 +79,11 @@ class Tuner:
         self.feeds = {f"x{i}": self.dev.empty(s.shape, s.dtype, f"x{i}")
                       for i, s in enumerate(specs)}
 
-    def unfused(self, name: str, config: dict) -> Variant:
+    def unfused(self, name: str, config: dict) -> Variant | None:
         self.dev.flush_l2()             # every point from the same (cold) L2
-        records = []
+        records: list = []           # RunRecords (a run keeps its record)
         env = dict(self.feeds)
-        produced = []
+        produced: list = []
         for node in self.graph.nodes:
             out = self.dev.run(node.op, *(env[n] for n in node.inputs), config=config,
                                **node.attrs)
@@ -100,7 +100,7 @@ class Tuner:
         return _combine(name, records, config)
 
     def fused(self, config: dict) -> Variant | None:
-        consumers = {}
+        consumers: dict[str, int] = {}
         for node in self.graph.nodes:
             for n in set(node.inputs):
                 consumers[n] = consumers.get(n, 0) + 1
@@ -112,9 +112,15 @@ class Tuner:
         out.free()
         return _combine("fused", [record], config)
 
+    def space(self) -> TuningSpace:
+        """The tuning space of the op's native kernel (the tuner runs on native ops)."""
+        entry = self.dev.registry.native(self.op)
+        assert entry is not None
+        return entry.tuning_space
+
     def sweep(self, run) -> Variant | None:
         """The fastest configuration of the kernel entry's tuning space."""
-        space = self.dev.registry.native(self.op).tuning_space
+        space = self.space()
         best = None
         for point in space.points(self.dev.chip):
             cfg = point.to_dict()
@@ -125,7 +131,7 @@ class Tuner:
         return best
 
     def ladder(self) -> tuple[list[Variant], Variant]:
-        space = self.dev.registry.native(self.op).tuning_space
+        space = self.space()
         rows = [v for v in (_try(lambda c, n=name: self.unfused(n, c), dict(config))
                             for name, config in space.ladder)
                 if v is not None]

@@ -97,12 +97,12 @@ class _Replayer(Tuner):
     def _read(self, variant: str, config: dict) -> Variant | None:
         outcome = self.outcomes[point_id(variant, config)]
         if outcome.status == ERROR:
-            kind, message = outcome.error["type"], outcome.error["message"]
+            kind, message = outcome.error_type, outcome.error_message
             if kind in REPLAYED:        # as raised in this process (the hint added once)
                 cls = REPLAYED[kind]
                 raise cls(message.removesuffix(f" (see: ixl explain '{cls.symptom}')"))
             raise TuningPointFailed(f"tuning {outcome.id}: {kind}: {message}")
-        found = outcome.result["variant"]
+        found = outcome.found["variant"]
         return None if found is None else Variant(**found)
 
     def unfused(self, name: str, config: dict) -> Variant | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
@@ -19,7 +19,7 @@ SHIM_TILE_UNIT = 4096
 class CaseResult:
     op: str
     note: str
-    shapes: list[tuple[int, ...]]
+    shapes: list[tuple[int, ...] | None]
     dtype: str
     chip: str
     path: str
@@ -58,7 +58,7 @@ class CaseResult:
         }
 
 
-def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = None, *,
+def run_case(dev, schema: OpSchema, specs: list[ArgSpec | None], attrs: dict | None = None, *,
              seed: int = 0, note: str = "") -> CaseResult:
     """Random inputs, run on `dev`, compare every output with the golden."""
     attrs = attrs or {}
@@ -81,7 +81,8 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec], attrs: dict | None = N
     dtype = schema.main_dtype(specs)
     comps = [compare(g, r, schema.tolerance(dtype)) for g, r in zip(got, refs)]
     rec = dev.last_profile
-    return CaseResult(schema.name, note, [s.shape if s else None for s in specs], dtype, dev.chip.name,
+    shapes = [s.shape if s else None for s in specs]
+    return CaseResult(schema.name, note, shapes, dtype, dev.chip.name,
                       rec.path, comps, attrs, rec.reason, rec.kernel, rec.block_dim,
                       rec.time_us, rec)
 
@@ -110,7 +111,8 @@ def tile_unit(dev, schema: OpSchema, dtype: str) -> int:
     return entry.tile_unit(ArgSpec((1,), dtype), dev.chip)
 
 
-def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str) -> list[ArgSpec]:
+def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str
+                 ) -> list[ArgSpec | None]:
     unit = tile_unit(dev, schema, dtype)
     names = schema.input_names(len(case.shapes))
     dtypes = schema.input_dtypes(dtype, len(case.shapes))

@@ -51,8 +51,8 @@ class VerifyCase:
         if outcome.result is not None:
             return outcome.result["row"]
         return {"op": self.op, "case": self.note, "dtype": self.dtype, "chip": self.chip,
-                "status": "error", "error_type": outcome.error["type"],
-                "error": outcome.error["message"]}
+                "status": "error", "error_type": outcome.error_type,
+                "error": outcome.error_message}
 
 
 def verify_sweep(ops: list[str] | None, chip: str, debug: bool, seed: int) -> Sweep:

@@ -16,8 +16,8 @@ from functools import lru_cache
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..datamove import DataCopyParams
 from ...intmath import ceil_div, round_up
+from ..datamove import DataCopyParams
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
 from ..observe import Access, Rows, Space

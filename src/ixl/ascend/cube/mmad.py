@@ -17,8 +17,19 @@ from ..errors import IllegalInstruction
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import (BF16, F16, F32, FRACTAL, I8, I32, local, nz_offsets,
-                       register_write, zn_offsets, zz_offsets)
+from .operands import (
+    BF16,
+    F16,
+    F32,
+    FRACTAL,
+    I8,
+    I32,
+    local,
+    nz_offsets,
+    register_write,
+    zn_offsets,
+    zz_offsets,
+)
 from .params import MmadParams, check
 from .unitflag import MMAD_MODES, check_mode
 

@@ -13,8 +13,8 @@ from functools import lru_cache
 import ml_dtypes
 import numpy as np
 
-from ..core import current_core
 from ...intmath import round_up
+from ..core import current_core
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
 from ..observe import Space

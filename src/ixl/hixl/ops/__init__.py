@@ -1,4 +1,17 @@
 """One module per op family; importing this package registers every family."""
 
-from . import (compare, control, conv, conv_transpose, elementwise, index,  # noqa: F401
-               matmul, norm, pool, reduce, resize, shape, transdata)
+from . import (  # noqa: F401
+    compare,
+    control,
+    conv,
+    conv_transpose,
+    elementwise,
+    index,
+    matmul,
+    norm,
+    pool,
+    reduce,
+    resize,
+    shape,
+    transdata,
+)

@@ -9,8 +9,8 @@ condition back and evaluates the chosen branch on the host.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -10,8 +10,16 @@ import numpy as np
 from ..database import register
 from ..dtypes import ALL, ANY_FLOAT, DTYPES, FLOATS, NUMERIC, to_numpy
 from ..errors import AttrError, ShapeMismatch
-from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, TileMultiple, broadcast_shapes,
-                      broadcasts_to, uniform)
+from ..schema import (
+    ArgSpec,
+    Attr,
+    OpSchema,
+    SampleCase,
+    TileMultiple,
+    broadcast_shapes,
+    broadcasts_to,
+    uniform,
+)
 
 
 def _same(shape, arity: int) -> tuple:

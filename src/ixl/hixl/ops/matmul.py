@@ -7,8 +7,7 @@ import numpy as np
 from ..database import register
 from ..dtypes import FLOATS, NUMERIC
 from ..errors import AttrError, ShapeMismatch
-from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, Tolerance, broadcast_shapes,
-                      broadcasts_to)
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Tolerance, broadcast_shapes, broadcasts_to
 
 MATMUL_TYPES = {"T": NUMERIC}
 # float32 products accumulate K terms: a float32 accumulator (the Cube's) drifts past 1e-5.

@@ -14,8 +14,7 @@ import numpy as np
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError, ShapeMismatch
-from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, broadcasts_to, normalize_axis,
-                      uniform)
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, broadcasts_to, normalize_axis, uniform
 
 FLOAT_TYPES = {"T": ANY_FLOAT}
 

@@ -14,8 +14,7 @@ import numpy as np
 from ..database import register
 from ..dtypes import FLOATS, NUMERIC, to_numpy
 from ..errors import ShapeMismatch
-from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axes,
-                      normalize_axis)
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axes, normalize_axis
 
 ATTRS = {
     "keepdims": Attr(int, 1, "keep reduced axes as size 1"),

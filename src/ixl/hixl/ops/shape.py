@@ -14,8 +14,16 @@ import numpy as np
 from ..database import register
 from ..dtypes import ALL, DTYPES, FLOATS, INDEX, NUMERIC, name_of
 from ..errors import AttrError, ShapeMismatch
-from ..schema import (ArgSpec, Attr, OpSchema, SampleCase, broadcast_shapes, host_value,
-                      normalize_axes, normalize_axis)
+from ..schema import (
+    ArgSpec,
+    Attr,
+    OpSchema,
+    SampleCase,
+    broadcast_shapes,
+    host_value,
+    normalize_axes,
+    normalize_axis,
+)
 from .elementwise import infer_same
 
 MOVE_TYPES = {"T": ALL, "I": ("int64",)}
