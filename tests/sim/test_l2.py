@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import ixl
-
 from ixl.ascend import lang as asc
 from ixl.ascend.core import get_block_idx
 from ixl.ascend.errors import IllegalInstruction
