@@ -1,13 +1,15 @@
 """SmolLM2-135M-Instruct generating on the simulated 910B1, against transformers.
 
-float32: the greedy tokens equal the reference for every committed prompt (16 new tokens) and
-each step's logits are within 1e-3 of transformers' (the fixed vocabulary sample and the
-top 20). float16 and bfloat16 (weights, activations and the cache narrowed, float32 inside the
-ops): the tokens and the top-5 agreement they reach, asserted as measured.
+float32: the greedy tokens equal the reference (16 new tokens on the first prompt, the first
+2 on every other committed prompt: its prefill, its chat template, one decode step) and each
+step's logits are within 1e-3 of transformers' (the fixed vocabulary sample and the top 20).
+float16 and bfloat16 (weights, activations and the cache narrowed, float32 inside the ops):
+the tokens and the top-5 agreement they reach over 8 tokens, asserted as measured.
 
-Each prompt of 16 tokens runs for a minute or more on 2 cores (a prefill and 15 decode steps of
-a few seconds each, see benchmarks/smollm2_decode.py): one runs in the default selection, the
-others are marked slow.
+A decode step simulates a few hundred launches, the MatMuls on the Cube (several seconds of
+wall time a step on one core, see benchmarks/smollm2_decode.py), so every test here is slow
+and the token counts are what the suite's time allows; `python benchmarks/smollm2_decode.py`
+and `ixl model smollm2` run longer generations.
 """
 
 import copy
@@ -23,8 +25,9 @@ from ixl.onnx import IxlBackend
 
 from .test_smollm2 import LOGITS, PROMPTS, assert_logits_match, needs_weights
 
-NEW_TOKENS = 16
-pytestmark = needs_weights
+NEW_TOKENS = 16              # on the first prompt
+OTHER_PROMPT_TOKENS = 2      # on the others
+pytestmark = [needs_weights, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +47,9 @@ def models():
     return model
 
 
-def generate(model, i: int):
+def generate(model, i: int, tokens: int):
     ref = PROMPTS[i]
-    result = model.generate(ref["prompt"], NEW_TOKENS, chat=ref["chat"], keep_logits=True)
+    result = model.generate(ref["prompt"], tokens, chat=ref["chat"], keep_logits=True)
     assert result.prompt_ids == ref["input_ids"]
     return result
 
@@ -62,39 +65,36 @@ def agreement(result, i: int) -> tuple[int, float]:
     return same, float(np.mean(overlap))
 
 
-def check_float32(models, i: int) -> None:
-    result = generate(models("float32"), i)
-    assert result.tokens == PROMPTS[i]["new_ids"][:NEW_TOKENS]
+def check_float32(models, i: int, tokens: int) -> None:
+    result = generate(models("float32"), i, tokens)
+    assert result.tokens == PROMPTS[i]["new_ids"][:tokens]
     for step, row in enumerate(result.logits):
         assert_logits_match(row, i, step)
-    assert len(result.records) == NEW_TOKENS and result.tpot_us > 0
+    assert len(result.records) == tokens and result.tpot_us > 0
 
 
 def test_float32_generates_the_reference_tokens_and_logits(models):
-    check_float32(models, 0)
+    check_float32(models, 0, NEW_TOKENS)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("i", range(1, len(PROMPTS)))
 def test_float32_generates_the_reference_for_every_prompt(models, i):
-    check_float32(models, i)
+    check_float32(models, i, OTHER_PROMPT_TOKENS)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("dtype, i, tokens, top5", [
-    ("float16", 0, 16, 0.95),
-    ("bfloat16", 0, 16, 0.9)])
+    ("float16", 0, 8, 0.95),
+    ("bfloat16", 0, 8, 0.9)])
 def test_narrow_dtypes_agree_with_the_reference(models, dtype, i, tokens, top5):
     """As measured (see the README's table): on the first prompt both keep every token, and
     the top 5 share at least `top5` of their ids with the reference's (100% and 95% measured
     over 20 tokens)."""
-    result = generate(models(dtype), i)
+    result = generate(models(dtype), i, tokens)
     assert all(np.isfinite(row).all() for row in result.logits)
     same, overlap = agreement(result, i)
     assert same >= tokens and overlap >= top5, (same, overlap)
 
 
-@pytest.mark.slow
 def test_float16_needs_the_passes_the_exported_pow_overflows(models, monkeypatch):
     """Unoptimised, each RMSNorm squares the residual stream in a float16 Pow: values of 653
     overflow to inf and the first token is wrong. With the passes, RMSNormalization squares in
