@@ -1,10 +1,10 @@
 """SmolLM2-135M-Instruct generating on the simulated 910B1, against transformers.
 
-float32: the greedy tokens equal the reference (16 new tokens on the first prompt, the first
-2 on every other committed prompt: its prefill, its chat template, one decode step) and each
-step's logits are within 1e-3 of transformers' (the fixed vocabulary sample and the top 20).
-float16 and bfloat16 (weights, activations and the cache narrowed, float32 inside the ops):
-the tokens and the top-5 agreement they reach over 8 tokens, asserted as measured.
+float32: the greedy tokens equal the reference (8 new tokens on the first prompt, the first
+one on every other committed prompt: its prefill and its chat template) and each step's logits
+are within 1e-3 of transformers' (the fixed vocabulary sample and the top 20). float16 and
+bfloat16 (weights, activations and the cache narrowed, float32 inside the ops): the tokens
+and the top-5 agreement they reach over 4 tokens, asserted as measured.
 
 A decode step simulates a few hundred launches, the MatMuls on the Cube (several seconds of
 wall time a step on one core, see benchmarks/smollm2_decode.py), so every test here is slow
@@ -25,8 +25,8 @@ from ixl.onnx import IxlBackend
 
 from .test_smollm2 import LOGITS, PROMPTS, assert_logits_match, needs_weights
 
-NEW_TOKENS = 16              # on the first prompt
-OTHER_PROMPT_TOKENS = 2      # on the others
+NEW_TOKENS = 8               # on the first prompt
+OTHER_PROMPT_TOKENS = 1      # on the others: the prefill
 pytestmark = [needs_weights, pytest.mark.slow]
 
 
@@ -70,7 +70,7 @@ def check_float32(models, i: int, tokens: int) -> None:
     assert result.tokens == PROMPTS[i]["new_ids"][:tokens]
     for step, row in enumerate(result.logits):
         assert_logits_match(row, i, step)
-    assert len(result.records) == tokens and result.tpot_us > 0
+    assert len(result.records) == tokens and (tokens == 1 or result.tpot_us > 0)
 
 
 def test_float32_generates_the_reference_tokens_and_logits(models):
@@ -83,8 +83,8 @@ def test_float32_generates_the_reference_for_every_prompt(models, i):
 
 
 @pytest.mark.parametrize("dtype, i, tokens, top5", [
-    ("float16", 0, 8, 0.95),
-    ("bfloat16", 0, 8, 0.9)])
+    ("float16", 0, 4, 0.95),
+    ("bfloat16", 0, 4, 0.9)])
 def test_narrow_dtypes_agree_with_the_reference(models, dtype, i, tokens, top5):
     """As measured (see the README's table): on the first prompt both keep every token, and
     the top 5 share at least `top5` of their ids with the reference's (100% and 95% measured
