@@ -104,12 +104,12 @@ def test_smollm2_file_with_two_prompts_as_the_single_prompt_run(model, tmp_path,
     prompts = ["The capital of France is", "Once upon a time"]
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n", encoding="utf-8")
     out = tmp_path / "g.json"
-    assert main(["model", "smollm2", "--file", str(tmp_path / "p.txt"), "--max-new-tokens", "2",
+    assert main(["model", "smollm2", "--file", str(tmp_path / "p.txt"), "--max-new-tokens", "1",
                  "--out", str(out), "--workers", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     rows = json.loads(out.read_text())
     assert report["generations"] == rows and report["out"] == str(out)
-    assert [r["line"] for r in rows] == [1, 2] and all(len(r["tokens"]) == 2 for r in rows)
-    expected = model.generate(prompts[0], 2)
+    assert [r["line"] for r in rows] == [1, 2] and all(len(r["tokens"]) == 1 for r in rows)
+    expected = model.generate(prompts[0], 1)
     assert rows[0]["tokens"] == expected.tokens and rows[0]["text"] == expected.text
     assert rows[0]["ttft_us"] == expected.ttft_us and rows[0]["tpot_us"] == expected.tpot_us

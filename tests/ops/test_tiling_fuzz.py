@@ -120,7 +120,7 @@ def test_axis_tiling_plans_or_declines(dev, data):
     _plan_or_decline(dev, op, specs, {"axis": axis}, _config(data, op))
 
 
-@_settings(150)
+@_settings(80)
 @given(data=st.data())
 def test_reduction_tiling_plans_or_declines(dev, data):
     op = data.draw(st.sampled_from(["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean",
