@@ -17,6 +17,7 @@ import numpy as np
 
 from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op
 from . import log
+from .control import choose_branch, runs_as_graphs
 from .fusion import find_chain, run_chain
 from .record import RunRecord
 from .tensor import DeviceTensor
@@ -140,6 +141,32 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
                      data.dtype, reason=reason, attrs=dict(node.attrs), host_us=host_us)
 
 
+def run_if(device, node: Node, args: list[DeviceTensor], fuse: bool
+           ) -> tuple[list[DeviceTensor], list[RunRecord]]:
+    """An If whose branches are graphs: the condition read back, the chosen branch run as a
+    graph on the device. Its records are named under the If's node; an output that is one of
+    the If's inputs (or repeats another output) becomes a view, so each output owns its
+    reference."""
+    branch, record = choose_branch(device, node, args)
+    device.last_profile = record
+    device.stream.append(record)
+    outputs, sub = run_graph(device, branch.graph, dict(zip(branch.graph.inputs, args[1:])),
+                             fuse)
+    records = [record]
+    for run in sub.runs:
+        run.nodes = [f"{node.name}/{name}" for name in run.nodes]
+        records.append(run)
+    results: list[DeviceTensor] = []
+    for name in branch.graph.outputs:
+        t = outputs[name]
+        if any(t is other for other in [*args, *results]):
+            t = device.run("Identity", t)
+            device.last_profile.nodes = [f"{node.name}/{name}"]
+            records.append(device.last_profile)
+        results.append(t)
+    return results, records
+
+
 def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
               ) -> tuple[dict, GraphRecord]:
     """Run `graph` node by node, or, with `fuse`, each chain of fusable elementwise nodes as
@@ -193,6 +220,17 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
                 if node.inputs[0] in owned:                    # fed from the host
                     owned.discard(node.inputs[0])
                     owned.add(node.outputs[0])
+                release_dead(set(node.inputs), i)
+                i += 1
+                continue
+            if runs_as_graphs(graph.nodes[i]):
+                node = graph.nodes[i]
+                branch_outputs, runs = run_if(device, node, [env[n] for n in node.inputs],
+                                              fuse)
+                records.extend(runs)
+                for name, t in zip(node.outputs, branch_outputs):
+                    env[name] = t
+                    owned.add(name)
                 release_dead(set(node.inputs), i)
                 i += 1
                 continue

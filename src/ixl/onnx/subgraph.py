@@ -2,7 +2,7 @@
 
 An If whose condition is a constant becomes its branch's nodes (inlined); otherwise it is an
 ixl If node whose branches are prepared as ixl graphs (`Subgraph`): the runtime reads the
-condition back and evaluates the chosen branch on the host (the shim, labelled as such). A
+condition back and runs the chosen branch on the device, as a graph of its own. A
 condition that only becomes known once input shapes are fixed is folded by passes.specialize.
 
 A Loop with a constant trip count is unrolled: its body's nodes repeated, each iteration's
@@ -19,8 +19,8 @@ import onnx
 
 from ..hixl import ArgSpec, to_numpy
 from ..hixl.dtypes import name_of
-from ..hixl.ops.control import Branch
 from ..nixl import Graph
+from ..nixl.control import GraphBranch
 from .errors import UnsupportedOnnx
 from .graphs import free_names, inline
 from .passes import propagate
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .translate import NodeContext
 
 
-class Subgraph(Branch):
+class Subgraph(GraphBranch):
     """An ONNX subgraph as an ixl graph whose inputs are bound by position; `dtypes` are the
     dtypes ONNX declares for them (the host evaluation casts the If's widened golden inputs
     back to them)."""
