@@ -5,7 +5,8 @@ folds on the host every node whose result no longer depends on input data: the s
 arithmetic a dynamic-shape export leaves behind (Shape, Gather, Unsqueeze, Concat, ...), ONNX
 Constant nodes, casts of constants, an If whose condition becomes known (replaced by its
 branch); inputs fixed in value (an attention mask) fold what depends on them. Without it each
-of those runs through the shim and pays host round trips at every inference.
+of those runs through the shim and pays host round trips at every inference. An If decided at
+run time whose branches are tiny becomes both branches and a select (`if_select`).
 
 `fold_constants` folds every node whose inputs are constants without fixing input shapes;
 `fold_batch_norm` folds an inference BatchNormalization into the Conv before it; `optimize` runs
@@ -31,6 +32,7 @@ from ..hixl.dtypes import name_of
 from ..nixl import Graph
 from ..nixl.graph import Node
 from .graphs import inline, prune_constants
+from .if_select import if_to_select
 from .patterns import fuse_patterns
 
 
@@ -117,7 +119,8 @@ def specialize(graph: Graph, inputs: dict[str, ArgSpec],
                fixed: dict[str, np.ndarray] | None = None, keep_outputs: bool = True) -> Graph:
     """`graph` with its inputs fixed to `inputs` (shape and dtype per graph input) and every
     node computable on the host folded into a constant (with not `keep_outputs`, graph
-    outputs too); no-op Casts and Identity chains then vanish. Inputs in `fixed` are fixed in
+    outputs too); no-op Casts and Identity chains then vanish, and a runtime If with tiny
+    branches becomes a select. Inputs in `fixed` are fixed in
     value too (an attention mask known in advance): they leave the graph's inputs and what
     depends only on them and on constants folds. Shapes are checked as they propagate, so
     inputs that do not fit fail here rather than midway through a run."""
@@ -134,7 +137,7 @@ def specialized(graph: Graph, inputs: dict[str, ArgSpec],
         raise BadInput(f"specialize: no shape given for graph input(s) {', '.join(missing)}")
     known = propagate(graph, inputs, fixed, keep_outputs=keep_outputs)
     pruned = _pruned(graph, known, [n for n in graph.inputs if n not in fixed])
-    return drop_noops(pruned, known.specs), known
+    return if_to_select(drop_noops(pruned, known.specs), known.specs), known
 
 
 def drop_noops(graph: Graph, specs: dict[str, ArgSpec]) -> Graph:
