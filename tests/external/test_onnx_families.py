@@ -199,6 +199,8 @@ def test_a_runtime_if_reads_its_condition_back_and_runs_the_branch_natively():
         assert (runs[at + 1].op, runs[at + 1].path) == (branch_op, "native")
         assert runs[at + 1].nodes[0].startswith(runs[at].nodes[0] + "/")
         assert {r.op for r in runs} == {"ReduceSum", "Greater", "If", branch_op}
+    row = next(r for r in inspect_model(runtime_if(n)).rows if r.op_type == "If")
+    assert row.status == "native + host" and set(row.ixl_ops) == {"If", "Mul", "Neg"}
 
 
 def test_a_runtime_if_with_tiny_branches_runs_both_and_selects_on_the_device():

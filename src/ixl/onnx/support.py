@@ -4,22 +4,38 @@ it, and the path its ixl ops take (native kernel, view, shim) or why ixl cannot 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import onnx
 from onnx import numpy_helper
 
 from ..nixl import REGISTRY, Graph
+from ..nixl.control import BRANCHES, runs_as_graphs
+from ..nixl.graph import Node
 from ..nixl.views import VIEW_OPS
 from .convert import default_opset, value_info
 from .translate import translate_node
 
 
 def op_path(op: str) -> str:
-    """Where an ixl op runs when its kernel takes the case (float16, bfloat16, float32)."""
+    """Where an ixl op runs when its kernel takes the case (float16, bfloat16, float32). An If
+    from ONNX reads its condition on the host and runs its branch's ops (counted with it) on
+    the device, or, with tiny branches, runs both and selects on the device."""
     if op in VIEW_OPS:
         return "view"
+    if op == "If":
+        return "host"
     return "native" if REGISTRY.native(op) is not None else "shim"
+
+
+def _ops(nodes: list[Node]) -> Iterator[str]:
+    """The ixl ops of these nodes, those of an If's branches included."""
+    for node in nodes:
+        yield node.op
+        if runs_as_graphs(node):
+            for branch in BRANCHES:
+                yield from _ops(node.attrs[branch].graph.nodes)
 
 
 @dataclass
@@ -36,6 +52,8 @@ class OpTypeRow:
         paths = {op_path(op) for op in self.ixl_ops}
         if paths <= {"native", "view"}:
             return "native" if "native" in paths else "view"
+        if paths - {"native", "view"} == {"host"}:
+            return "native + host"
         return "shim" if paths == {"shim"} else "native + shim"
 
     @property
@@ -70,5 +88,5 @@ def inspect_model(model: onnx.ModelProto) -> Inspection:
         except ValueError as e:       # UnsupportedOnnx, or a semantic error of the node
             row.problems.append(str(e))
             continue
-        row.ixl_ops.update(n.op for n in scratch.nodes[before:])
+        row.ixl_ops.update(_ops(scratch.nodes[before:]))
     return Inspection(opset, len(g.node), sorted(rows.values(), key=lambda r: r.op_type))
