@@ -517,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chip", default="910B1")
     s.add_argument("--save", action="store_true",
                    help="store the chosen configuration in the tuning cache")
-    s.add_argument("--model", choices=("minilm",),
+    s.add_argument("--model", choices=("minilm", "smollm2"),
                    help="tune every native op of the model at the shapes it runs them (instead "
                         "of OP --shape)")
     s.add_argument("--max-points", type=int, metavar="N",

@@ -4,6 +4,7 @@ again."""
 
 import json
 
+import numpy as np
 import pytest
 
 from ixl.cli import main
@@ -75,8 +76,38 @@ def test_cli_through_the_pool_and_resumed(tmp_path, capsys):
     (["tune", "--model", "minilm", "--shape", "4", "--then", "Exp"], "drop --shape, --then"),
     (["tune", "--model", "minilm", "--max-points", "0"], "--max-points 0: give at least 1"),
     (["tune", "--model", "minilm", "--dtype", "bfloat16"], "runs in float32, float16"),
+    (["tune", "--model", "smollm2", "--dtype", "int8"],
+     "SmolLM2-135M-Instruct runs in float32, float16, bfloat16"),
     (["tune", "Add", "--shape", "4", "--workers", "2", "--ray", "auto"], "choose one"),
 ])
 def test_tune_flags_are_checked(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_model_launch_with_a_host_input_is_timed_with_its_contents():
+    """A Slice's starts, ends, axes and steps are read by the host: the case carries them, so
+    its timing task runs the launch the model ran (a spec alone would give zero steps)."""
+    from onnx import TensorProto, helper
+
+    from ixl.models.tune import launch_cases
+    from ixl.onnx import IxlBackend
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])
+    ints = {n: helper.make_tensor(n, TensorProto.INT64, [1], [v])
+            for n, v in (("s", -1), ("e", 2 ** 63 - 1), ("a", 0), ("t", 1))}
+    graph = helper.make_graph([helper.make_node("Exp", ["x"], ["z"]),
+                               helper.make_node("Slice", ["z", "s", "e", "a", "t"], ["y"])],
+                              "g", [x], [y], list(ints.values()))
+    rep = IxlBackend.prepare(helper.make_model(graph))
+    feeds = {"x": np.ones((5, 64), np.float32)}
+    rep.run(feeds)
+    specialised, _ = rep.specialise(feeds)
+    cases = launch_cases([(rep.last_graph, specialised, {"x": ArgSpec((5, 64), "float32")})],
+                         "910B1")
+    sliced = next(c for c in cases if c.op == "Slice")
+    assert [s.value for s in sliced.specs[1:]] == [(-1,), (2 ** 63 - 1,), (0,), (1,)]
+    ok, found = sliced.timing("910B1", ()).run()
+    assert ok and found["path"] == "native" and found["time_us"] > 0
+    assert "=[-1]" in sliced.timing("910B1", ()).id

@@ -1,18 +1,21 @@
-"""`ixl tune --model minilm`: every native op of the model tuned at the shapes the model runs
-it, as one sweep of timing-only tasks (`profile.timing_task.TimingCase`): per distinct case
-(op, input shapes and dtypes, attributes), the kernel's default configuration and each point
-of its tuning space. Printed per case: the best configuration and its gain over the default;
-`--save` stores the best ones in the tuning cache, as `ixl tune --save` does.
+"""`ixl tune --model minilm|smollm2`: every native op of the model tuned at the shapes the
+model runs it, as one sweep of timing-only tasks (`profile.timing_task.TimingCase`): per
+distinct case (op, input shapes and dtypes, attributes), the kernel's default configuration
+and each point of its tuning space. Printed per case: the best configuration and its gain over
+the default; `--save` stores the best ones in the tuning cache, as `ixl tune --save` does.
 
-The cases come from one unfused, timing-only run of the model on a short text (the
-tokenizer pads every text up to 128 tokens to the 128-token bucket): the run's records say
-which nodes ran natively and with which attributes; the graph's shape walk gives each input's
-shape and dtype. Fused chains are not tuned here (`ixl tune OP --then OP2` tunes a chain).
+The cases come from one unfused run of the model: MiniLM timing-only on a short text (the
+tokenizer pads every text up to 128 tokens to the 128-token bucket); SmolLM2 a short prompt's
+prefill and one decode step (the decode shapes are the ones every later token repeats). The
+run's records say which nodes ran natively and with which attributes; the graph's shape walk
+gives each input's shape and dtype. Fused chains are not tuned here (`ixl tune OP --then OP2`
+tunes a chain).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from rich.table import Table
@@ -22,13 +25,18 @@ from ..console import out
 from ..executor import ERROR, Outcome, Sweep
 from ..executor.display import print_summary
 from ..executor.options import run_from_args
-from ..hixl import ArgSpec, BadInput
-from ..nixl import REGISTRY, tuning_cache
+from ..hixl import ArgSpec, BadInput, get_op
+from ..hixl.dtypes import name_of
+from ..nixl import REGISTRY, Graph, GraphRecord, tuning_cache
 from ..onnx.passes import propagate
 from ..profile.timing_task import TimingCase
-from .minilm import DTYPES, MiniLM
+from .minilm import DTYPES as MINILM_DTYPES
+from .minilm import MiniLM
+from .smollm2 import DTYPES as SMOLLM2_DTYPES
+from .smollm2 import SmolLM2
 
 SAMPLE_TEXT = "Tuning runs every kernel of the model at the shapes it meets."
+SAMPLE_PROMPT = "The capital of France is"
 DEFAULT = ()            # a TimingCase config of no field set: the kernel's own choice, no cache
 DOES_NOT_FIT = ("ConfigDoesNotFit",)
 
@@ -46,7 +54,8 @@ class OpCase:
         return TimingCase(chip, self.op, self.specs, self.attrs, config)
 
     def inputs(self) -> str:
-        return " ".join("-" if s is None else f"{list(s.shape)}:{s.dtype}" for s in self.specs)
+        return " ".join("-" if s is None else f"{list(s.shape)}:{s.dtype}"
+                        + ("" if s.value is None else f"={list(s.value)}") for s in self.specs)
 
 
 def minilm_cases(chip: str, dtype: str) -> list[OpCase]:
@@ -55,19 +64,62 @@ def minilm_cases(chip: str, dtype: str) -> list[OpCase]:
     encoded = model.encode(SAMPLE_TEXT)
     _, record = model.run(encoded, fuse=False, timing_only=True)
     graph = model.rep(encoded.length).graph
-    known = propagate(graph, {name: ArgSpec(value.shape, "int64")
-                              for name, value in encoded.feeds.items() if name in graph.inputs})
-    nodes = {node.name: node for node in known.kept}
+    specs = {name: ArgSpec(value.shape, "int64")
+             for name, value in encoded.feeds.items() if name in graph.inputs}
+    return launch_cases([(record, graph, specs)], chip)
+
+
+def smollm2_cases(chip: str, dtype: str) -> list[OpCase]:
+    """The native launches of SmolLM2's prefill of a short prompt and of one decode step,
+    unfused, by distinct case, in run order."""
+    model = SmolLM2(chip, dtype)
+    generation = model.generate(SAMPLE_PROMPT, max_new_tokens=2, fuse=False)
+    decoder = model.decoder
+    runs = []
+    for record, length in zip(generation.records, (len(generation.prompt_ids), 1)):
+        graph = decoder.gear(length, generation.capacity)
+        specs = {name: ArgSpec((1, length), "int64") for name in graph.inputs[:2]}
+        specs.update({name: ArgSpec(decoder.cache_shape(name, generation.capacity), dtype)
+                      for name, _ in decoder.cache})
+        specs.update({name: ArgSpec(decoder.graph.constants[name].shape,
+                                    name_of(decoder.graph.constants[name].dtype))
+                      for name in graph.inputs if name in decoder.weights})
+        runs.append((record, graph, specs))
+    return launch_cases(runs, chip)
+
+
+def launch_cases(runs: list[tuple[GraphRecord, Graph, dict[str, ArgSpec]]], chip: str
+                 ) -> list[OpCase]:
+    """The native launches of graph runs (each with its graph and input specs), by distinct
+    case, in run order; a case's `launches` counts them over all the runs."""
     cases: dict[str, OpCase] = {}
-    for run in record.runs:
-        if run.path != "native":
-            continue
-        node = nodes[run.nodes[0]]
-        specs = tuple(known.specs[n] if n else None for n in node.inputs)
-        case = OpCase(run.op, specs, tuple(sorted(run.attrs.items())), 1)
-        key = case.timing(chip, DEFAULT).id          # attribute values may be lists
-        cases[key] = replace(case, launches=cases[key].launches + 1) if key in cases else case
+    for record, graph, specs in runs:
+        known = propagate(graph, specs)
+        nodes = {node.name: node for node in known.kept}
+        for run in record.runs:
+            if run.path != "native":
+                continue
+            node = nodes[run.nodes[0]]
+            schema = get_op(node.op)
+            inputs = tuple(None if not n else schema.spec_of(role, known.values[n])
+                           if n in known.values else known.specs[n]      # a host input's value
+                           for n, role in zip(node.inputs, schema.input_names(len(node.inputs))))
+            case = OpCase(run.op, inputs, tuple(sorted(run.attrs.items())), 1)
+            key = case.timing(chip, DEFAULT).id          # attribute values may be lists
+            cases[key] = replace(case, launches=cases[key].launches + 1) if key in cases \
+                else case
     return list(cases.values())
+
+
+@dataclass(frozen=True)
+class TunableModel:
+    name: str
+    dtypes: tuple[str, ...]
+    cases: Callable[[str, str], list[OpCase]]
+
+
+MODELS = {"minilm": TunableModel("all-MiniLM-L6-v2", MINILM_DTYPES, minilm_cases),
+          "smollm2": TunableModel("SmolLM2-135M-Instruct", SMOLLM2_DTYPES, smollm2_cases)}
 
 
 def spread(points: list, most: int | None) -> list:
@@ -91,9 +143,9 @@ def tune_plan(cases: list[OpCase], chip: str, max_points: int | None
     return plan
 
 
-def tune_sweep(plan: list[tuple[OpCase, list[TimingCase]]], chip: str, dtype: str,
+def tune_sweep(plan: list[tuple[OpCase, list[TimingCase]]], model: str, chip: str, dtype: str,
                max_points: int | None) -> Sweep:
-    return Sweep("tune model", {"model": "all-MiniLM-L6-v2", "chip": chip, "dtype": dtype,
+    return Sweep("tune model", {"model": model, "chip": chip, "dtype": dtype,
                                 "max_points": max_points},
                  [task for _, tasks in plan for task in tasks])
 
@@ -117,7 +169,9 @@ class Tuned:
 
     def to_json(self) -> dict:
         return {"op": self.case.op,
-                "inputs": [None if s is None else {"shape": list(s.shape), "dtype": s.dtype}
+                "inputs": [None if s is None else {"shape": list(s.shape), "dtype": s.dtype,
+                                                   **({} if s.value is None
+                                                      else {"value": list(s.value)})}
                            for s in self.case.specs],
                 "attrs": dict(self.case.attrs), "launches": self.case.launches,
                 "default_us": self.default_us, "best_us": self.best_us, "gain": self.gain,
@@ -167,25 +221,26 @@ def cmd_tune_model(args) -> int:
     if given:
         raise BadInput(f"tune --model tunes the model's own ops at its shapes: drop "
                        f"{', '.join(given)}")
+    model = MODELS[args.model]
     dtype = args.dtype or "float32"
-    if dtype not in DTYPES:
-        raise BadInput(f"--dtype {dtype}: all-MiniLM-L6-v2 runs in {', '.join(DTYPES)}")
+    if dtype not in model.dtypes:
+        raise BadInput(f"--dtype {dtype}: {model.name} runs in {', '.join(model.dtypes)}")
     if args.max_points is not None and args.max_points < 1:
         raise BadInput(f"--max-points {args.max_points}: give at least 1")
     chip = get_chip(args.chip).name
-    plan = tune_plan(minilm_cases(chip, dtype), chip, args.max_points)
-    report = run_from_args(args, tune_sweep(plan, chip, dtype, args.max_points), "tuning",
-                           label=lambda task: task.op)
+    plan = tune_plan(model.cases(chip, dtype), chip, args.max_points)
+    report = run_from_args(args, tune_sweep(plan, model.name, chip, dtype, args.max_points),
+                           "tuning", label=lambda task: task.op)
     results = [best_of(case, tasks, report.by_id) for case, tasks in plan]
     saved, clashes = save(results, chip) if args.save else (None, [])
     default_us = sum(t.default_us * t.case.launches for t in results if t.default_us)
     tuned_us = sum(t.best_us * t.case.launches for t in results if t.best_us)
     if args.json:
-        print(json.dumps({"model": "all-MiniLM-L6-v2", "chip": chip, "dtype": dtype,
+        print(json.dumps({"model": model.name, "chip": chip, "dtype": dtype,
                           "cases": [t.to_json() for t in results], "default_us": default_us,
                           "tuned_us": tuned_us, "saved": saved, "not_saved": clashes}))
         return 0
-    print_table(results, chip, dtype)
+    print_table(results, model.name, chip, dtype)
     out.print(f"native launches of one run: {default_us:.1f} us at the default configurations, "
               f"{tuned_us:.1f} us tuned ({default_us / tuned_us:.2f}x)" if tuned_us else
               "no case could be tuned")
@@ -198,9 +253,9 @@ def cmd_tune_model(args) -> int:
     return 0
 
 
-def print_table(results: list[Tuned], chip: str, dtype: str) -> None:
-    table = Table(title=f"all-MiniLM-L6-v2 ({dtype}), every native op at its shapes, on the "
-                        f"modeled {chip}")
+def print_table(results: list[Tuned], model: str, chip: str, dtype: str) -> None:
+    table = Table(title=f"{model} ({dtype}), every native op at its shapes, on the modeled "
+                        f"{chip}")
     for col in ("op", "inputs", "attributes", "launches", "default (us)", "best (us)", "gain",
                 "best config"):
         table.add_column(col, justify="right" if col in ("launches", "default (us)",

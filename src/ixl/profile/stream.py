@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..hixl import to_numpy
+
 
 @dataclass(frozen=True)
 class StreamSummary:
@@ -37,6 +41,8 @@ def timing_run(dev, op: str, specs, attrs: dict | None = None, config: dict | No
     moved or compared, only the timeline runs. `config` is a tuning configuration (buffer_num,
     tile_div, block_dim), None for the tiling's own choice. Returns the run's record."""
     inputs = [None if s is None else dev.empty(s.shape, s.dtype, f"{op}.in{i}")
+              if s.value is None else dev.tensor(np.reshape(np.asarray(s.value, to_numpy(
+                  s.dtype)), s.shape), name=f"{op}.in{i}")       # a host input: its contents
               for i, s in enumerate(specs)]
     try:
         outs = dev.run(op, *inputs, config=config, **(attrs or {}))

@@ -31,7 +31,8 @@ class TimingCase:
 
     @property
     def id(self) -> str:
-        shapes = " ".join("-" if s is None else f"{list(s.shape)}:{s.dtype}" for s in self.specs)
+        shapes = " ".join("-" if s is None else f"{list(s.shape)}:{s.dtype}"
+                          + ("" if s.value is None else f"={list(s.value)}") for s in self.specs)
         config = json.dumps(dict(self.config)) if self.config is not None else "default"
         return f"{self.op} {shapes} {json.dumps(dict(self.attrs))} {config}"
 
