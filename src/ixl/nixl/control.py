@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..hixl import ArgSpec, get_op
-from ..hixl.ops.control import Branch
+from ..hixl.branch import Branch
 from .record import RunRecord
 
 if TYPE_CHECKING:

@@ -8,28 +8,16 @@ condition back and evaluates the chosen branch on the host.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..branch import Branch
 from ..database import register
 from ..dtypes import ALL, FLOATS
 from ..errors import ShapeMismatch
 from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value
-
-
-class Branch(ABC):
-    """A subgraph of an If: its inputs are the If's values (after the condition)."""
-
-    @abstractmethod
-    def infer(self, specs: list[ArgSpec]) -> list[ArgSpec]:
-        """The specs of the outputs for these input specs (checks every node on the way)."""
-
-    @abstractmethod
-    def evaluate(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """The outputs, computed on the host."""
 
 
 @dataclass(frozen=True)
