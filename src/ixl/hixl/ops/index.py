@@ -202,12 +202,19 @@ for _name, _find, _what in (("ArgMax", np.argmax, "maximum"), ("ArgMin", np.argm
 
 # ---- GatherElements, GatherND, ScatterND, OneHot ----
 
+def index_out_of_range(op: str, index: int, size: int, what: str) -> ShapeMismatch:
+    """The error for one index outside [-size, size): the golden's, and a kernel's that checks
+    its indices (ScatterND's)."""
+    return ShapeMismatch(f"{op}: index {index} is out of range for {what} of size {size} "
+                         f"(allowed: {-size}..{size - 1})")
+
+
 def _in_range(op: str, indices, size, what: str):
     """Indices with negatives counted from the end, or a clear error for one out of range."""
     bad = (indices < -size) | (indices >= size)
     if np.any(bad):
-        raise ShapeMismatch(f"{op}: index {int(np.asarray(indices)[bad].reshape(-1)[0])} is out "
-                            f"of range for {what} of size {size} (allowed: {-size}..{size - 1})")
+        raise index_out_of_range(op, int(np.asarray(indices)[bad].reshape(-1)[0]), int(size),
+                                 what)
     return np.where(indices < 0, indices + size, indices)
 
 
