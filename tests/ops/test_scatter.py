@@ -122,3 +122,23 @@ def test_an_index_out_of_range_is_the_golden_s_error(dev):
     for t in (data, indices, updates):
         t.free()
     assert dev.allocator.stats.live_bytes == 0
+
+
+def test_onnx_node_cases_run_natively_where_the_kernel_takes_them(monkeypatch):
+    """ONNX's own ScatterND cases through IxlBackend in debug mode: reduction 'none' is a native
+    launch, the combining reductions are the shim's, saying why."""
+    from ixl.nixl.device import Device
+    from ixl.onnx.node_cases import node_cases, run_cases
+    runs = []
+    original = Device.run_graph
+
+    def run_graph(dev, graph, feeds, fuse=False):
+        outputs = original(dev, graph, feeds, fuse)
+        runs.extend(r for r in dev.last_graph.runs if r.op == "ScatterND")
+        return outputs
+    monkeypatch.setattr(Device, "run_graph", run_graph)
+    names = sorted(name for name, op in node_cases().items() if op == "ScatterND")
+    assert run_cases(names=names) == {name: True for name in names}
+    paths = {(r.attrs.get("reduction", "none"), r.path, r.kernel) for r in runs}
+    assert paths == {("none", "native", "scatternd_kernel"), ("add", "shim", None),
+                     ("mul", "shim", None), ("max", "shim", None), ("min", "shim", None)}

@@ -41,9 +41,9 @@ DATA, UPDATES, OUT = 0, 2, 3          # kernel arguments: data, indices, updates
 
 @dataclass(frozen=True)
 class ScatterTiling(RowMoveTiling):
-    lookup: Lookup = None           # the index tuples: arity k, data's first k dims and strides
-    window: int = 0                 # index entries one window load holds
-    cells: int = 0                  # the output's cells (slices an index tuple addresses),
+    lookup: Lookup                  # the index tuples: arity k, data's first k dims and strides
+    window: int                     # index entries one window load holds
+    cells: int                      # the output's cells (slices an index tuple addresses),
                                     # `per_core` of them owned by each core
 
 
@@ -89,7 +89,8 @@ class ScatterKernel(RowLookupKernel):
             super().init_extra()
 
     def process(self) -> None:
-        tiling: ScatterTiling = self.tiling
+        tiling = self.tiling
+        assert isinstance(tiling, ScatterTiling)
         lo = self.ctx.block_idx * tiling.per_core
         hi = min(lo + tiling.per_core, tiling.cells)
         scatter = next((p for p in tiling.parts if p.src == UPDATES), None)
@@ -105,6 +106,7 @@ class ScatterKernel(RowLookupKernel):
         """Every index tuple read and checked, in order, window by window; the update rows
         whose cell lies in [lo, hi) and their offsets in the output."""
         lk = self.lookup
+        assert isinstance(self.tiling, ScatterTiling)
         per_load = self.tiling.window // lk.arity
         rows, offsets = [], []
         for first in range(0, lk.tuples, per_load):
