@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ixl
-from ixl.ascend.pipe import Pipe
+from ixl.ascend.timeline import Pipe
 from ixl.hixl import ShapeMismatch, get_op
 from ixl.verify.cases import iter_samples, run_case, sample_specs
 from tests.helpers import run_arrays

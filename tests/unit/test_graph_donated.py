@@ -10,6 +10,7 @@ import pytest
 import ixl
 from ixl.ascend.costs import cost_table
 from ixl.ascend.observe import Observer, Space
+from ixl.ascend.timeline import Pipe
 from ixl.hixl import BadInput, ShapeMismatch, get_op
 from ixl.nixl import Graph
 from ixl.nixl.registry import Registry
@@ -92,7 +93,9 @@ def test_the_prefill_s_consecutive_rows_move_in_one_copy_each_way(dev):
     cache, rows, slots, tensor = feeds(dev)
     dev.run_graph(scatter_graph(), {"cache": tensor, "rows": rows, "slots": slots})
     (run,) = dev.last_graph.runs
-    assert run.path == "native" and run.block_dim == 2
+    assert run.path == "native" and run.block_dim == 2     # cells 0-3 and 4-7: both rows on 4-7
+    mte3 = {core.blocks[0]: core.pipes.get(Pipe.MTE3) for core in run.launch.cores}
+    assert mte3[0] is None and (mte3[1].count, mte3[1].nbytes) == (1, rows.nbytes)
     np.testing.assert_array_equal(tensor.numpy(),
                                   get_op("ScatterND").reference(cache, slots, rows)[0])
     tensor.free()
