@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..hixl.ops.index import index_out_of_range
+from ..hixl.errors import index_out_of_range
 from ..intmath import round_up
 from ..nixl import LaunchPlan, register_kernel
 from ..nixl.registry import KernelEntry

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op
-from ..hixl.ops.index import index_out_of_range
+from ..hixl.errors import index_out_of_range
 from . import log
 from .control import choose_branch, runs_as_graphs
 from .errors import KernelDeclined

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..database import register
 from ..dtypes import ALL, FLOATS, INDEX, NUMERIC, to_numpy
-from ..errors import AttrError, ShapeMismatch
+from ..errors import AttrError, ShapeMismatch, index_out_of_range
 from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axis, uniform
 
 ORDER_TYPES = {"T": NUMERIC}
@@ -201,13 +201,6 @@ for _name, _find, _what in (("ArgMax", np.argmax, "maximum"), ("ArgMin", np.argm
 
 
 # ---- GatherElements, GatherND, ScatterND, OneHot ----
-
-def index_out_of_range(op: str, index: int, size: int, what: str) -> ShapeMismatch:
-    """The error for one index outside [-size, size): the golden's, and a kernel's that checks
-    its indices (ScatterND's)."""
-    return ShapeMismatch(f"{op}: index {index} is out of range for {what} of size {size} "
-                         f"(allowed: {-size}..{size - 1})")
-
 
 def _in_range(op: str, indices, size, what: str):
     """Indices with negatives counted from the end, or a clear error for one out of range."""
