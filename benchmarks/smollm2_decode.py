@@ -26,7 +26,8 @@ from ixl.models import SmolLM2
 PROMPT = "The capital of France is"
 PARTS = {"simulated kernels (launch.run_native)": ("launch.py", "run_native"),
          "shim: host goldens and copies (shim.run_shim)": ("shim.py", "run_shim"),
-         "cache rows in place (graph.scatter_in_place)": ("graph.py", "scatter_in_place"),
+         "cache rows in place, host route (graph.scatter_on_host)": ("graph.py",
+                                                                    "scatter_on_host"),
          "views (device._view)": ("device.py", "_view")}
 
 

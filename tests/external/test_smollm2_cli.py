@@ -33,7 +33,7 @@ def test_the_text_streams_then_the_modeled_times_and_both_profiles(tiny_cli, cap
     assert f"{result.ttft_us:.1f} us to the first token (prefill of 1 tokens)" in text
     assert f"{result.tpot_us:.1f} us per output token (decode, the mean of 2 steps)" in text
     assert "KV cache: 1 tensors of 4 positions, 64 bytes allocated once on the device" in text
-    assert "(1 ScatterND, 16 bytes per step" in text
+    assert "(1 ScatterND, 16 bytes per step, native launches)" in text
     for title in ("prefill: 1 prompt tokens in one graph run", "decode: one step (the mean of 2)",
                   "every run of the first decode step"):
         assert title in text
@@ -50,9 +50,10 @@ def test_json_gives_tokens_text_times_and_shares(tiny_cli, capsys):
     runs = [run for record in result.records for run in record.runs]
     native = sum(r.time_us for r in runs if r.path == "native")
     assert doc["native_share"] == pytest.approx(native / sum(r.time_us for r in runs))
-    assert doc["shim_runs"] == sum(r.path == "shim" for r in runs) > 0
+    assert doc["shim_runs"] == sum(r.path == "shim" for r in runs) == 0     # cache rows native
     assert doc["kv_cache"] == {"tensors": 1, "capacity": 5, "bytes": 80,
-                               "writes_per_step": 1, "bytes_written_per_step": 16}
+                               "writes_per_step": 1, "native_writes_per_step": 1,
+                               "bytes_written_per_step": 16}
     assert doc["decode"]["steps"] == len(result.tokens) - 1
     assert sum(op["share"] for op in doc["prefill"]["ops"]) == pytest.approx(1)
     assert doc["prefill"]["time_us"] == pytest.approx(result.ttft_us)
@@ -82,4 +83,5 @@ def test_the_capital_of_france(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["tokens"] == PROMPTS[0]["new_ids"][:2] and doc["text"] == " Paris."
     assert doc["kv_cache"]["writes_per_step"] == 60 and doc["kv_cache"]["capacity"] == 7
+    assert doc["kv_cache"]["native_writes_per_step"] == 60          # the cache rows, natively
     assert 0 < doc["native_share"] < 1 and doc["decode"]["steps"] == 1

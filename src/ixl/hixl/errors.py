@@ -14,6 +14,13 @@ class ShapeMismatch(HixlError):
     symptom = "shape mismatch"
 
 
+def index_out_of_range(op: str, index: int, size: int, what: str) -> ShapeMismatch:
+    """The error for one index outside [-size, size): the golden's, and that of a kernel or a
+    runtime route that checks its indices (ScatterND's)."""
+    return ShapeMismatch(f"{op}: index {index} is out of range for {what} of size {size} "
+                         f"(allowed: {-size}..{size - 1})")
+
+
 class DtypeError(HixlError):
     symptom = "unsupported dtype"
 

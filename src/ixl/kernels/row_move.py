@@ -264,9 +264,10 @@ class Run(NamedTuple):
     stride: int
 
 
-def runs(offsets: np.ndarray, width: int, most: int) -> list[Run]:
+def runs(offsets: np.ndarray, width: int, most: int, repeats: bool = True) -> list[Run]:
     """Consecutive rows whose GM offsets step evenly by at least `width` (one strided copy
-    each), or by 0 (one row, read once); -1 offsets (pad rows) are left out."""
+    each), or, with `repeats`, by 0 (one row, read once: never for writes, where a repeated
+    destination takes each row in turn); -1 offsets (pad rows) are left out."""
     out: list[Run] = []
     i, n = 0, len(offsets)
     while i < n:
@@ -275,7 +276,7 @@ def runs(offsets: np.ndarray, width: int, most: int) -> list[Run]:
             continue
         j = i + 1
         step = int(offsets[j] - offsets[i]) if j < n and offsets[j] >= 0 else -1
-        if step >= width or step == 0:
+        if step >= width or (step == 0 and repeats):
             while (j < n and j - i < most and offsets[j] >= 0
                    and offsets[j] - offsets[j - 1] == step):
                 j += 1
@@ -376,19 +377,27 @@ class RowMoveKernel:
         end = min(start + tiling.per_core, tiling.total)
         first = 0
         for part in tiling.parts:
-            lo, hi = max(start, first), min(end, first + part.rows)
-            for r0 in range(lo - first, hi - first, tiling.tile):
-                rows = min(tiling.tile, hi - first - r0)
-                for c0 in range(0, part.width, tiling.chunk):
-                    tile = Tile(part, r0, rows, c0, min(tiling.chunk, part.width - c0))
-                    self.copy_in(tile)
-                    self.compute(tile)
-                    self.copy_out(tile)
+            self.move(part, max(start, first) - first, min(end, first + part.rows) - first)
             first += part.rows
+
+    def move(self, part: Part, lo: int, hi: int) -> None:
+        """Rows lo .. hi - 1 of `part`, tile by tile (rows longer than a tile in chunks)."""
+        tiling = self.tiling
+        for r0 in range(lo, hi, tiling.tile):
+            rows = min(tiling.tile, hi - r0)
+            for c0 in range(0, part.width, tiling.chunk):
+                tile = Tile(part, r0, rows, c0, min(tiling.chunk, part.width - c0))
+                self.copy_in(tile)
+                self.compute(tile)
+                self.copy_out(tile)
 
     def sources(self, tile: Tile) -> np.ndarray:
         """Source offsets of the tile's rows (-1: pad rows); Gather reads them from indices."""
         return tile.part.sources(tile.row, tile.rows)
+
+    def destinations(self, tile: Tile) -> np.ndarray:
+        """Output offsets of the tile's rows; ScatterND reads them from indices."""
+        return tile.part.destinations(tile.row, tile.rows)
 
     def copy_in(self, tile: Tile) -> None:
         """The tile's source rows, one strided DataCopyPad per run."""
@@ -436,8 +445,8 @@ class RowMoveKernel:
     def copy_out(self, tile: Tile) -> None:
         """The tile's output rows, one strided DataCopyPad per run."""
         y = self.out_q.deque()
-        offsets = tile.part.destinations(tile.row, tile.rows) + tile.col
-        for run in runs(offsets, tile.width, self.ctx.chip.max_copy_blocks):
+        offsets = self.destinations(tile) + tile.col
+        for run in runs(offsets, tile.width, self.ctx.chip.max_copy_blocks, repeats=False):
             move_rows(y, self.gm[tile.part.dst], run, tile.width, self.tiling.dst_pitch,
                       inbound=False)
         self.out_q.free_tensor(y)

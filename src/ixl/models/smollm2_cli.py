@@ -70,14 +70,15 @@ def native_share(records: list[GraphRecord]) -> float:
     return native / total if total else 0.0
 
 
-def cache_writes(record: GraphRecord) -> tuple[int, int]:
-    """The ScatterND runs of one graph run and the bytes of updates they wrote."""
+def cache_writes(record: GraphRecord) -> tuple[int, int, int]:
+    """The ScatterND runs of one graph run, how many of them were native launches and the
+    bytes of updates they wrote."""
     writes = [run for run in record.runs if run.op == "ScatterND"]
     nbytes = 0
     for run in writes:
         assert run.dtype is not None        # a launch records its dtype
         nbytes += int(np.prod(run.shapes[2])) * to_numpy(run.dtype).itemsize
-    return len(writes), nbytes
+    return len(writes), sum(run.path == "native" for run in writes), nbytes
 
 
 def phase_json(rows: list[OpRow], total: float, records: list[GraphRecord]) -> dict:
@@ -118,10 +119,11 @@ def cmd_smollm2(args) -> int:
     prefill, decode = result.records[:1], result.records[1:]
     prefill_rows, prefill_us = phase_rows(prefill)
     decode_rows, decode_us = phase_rows(decode) if decode else ([], 0.0)
-    writes, written = cache_writes(decode[0] if decode else prefill[0])
+    writes, native, written = cache_writes(decode[0] if decode else prefill[0])
     cache = {"tensors": len(model.decoder.cache), "capacity": result.capacity,
              "bytes": model.decoder.cache_bytes(result.capacity),
-             "writes_per_step": writes, "bytes_written_per_step": written}
+             "writes_per_step": writes, "native_writes_per_step": native,
+             "bytes_written_per_step": written}
     if args.json:
         print(json.dumps({
             "model": MODEL, "chip": args.chip, "dtype": args.dtype, "fuse": not args.no_fuse,
@@ -157,9 +159,10 @@ def print_summary(args, result: Generation, cache: dict) -> None:
               f"{len(result.prompt_ids)} tokens), {tpot}")
     out.print(f"native share of the modeled time {100 * native_share(result.records):.1f}%, "
               f"{shim_runs(result.records)} run(s) on the shim in all")
+    host = cache["writes_per_step"] - cache["native_writes_per_step"]
+    route = "native launches" if not host else f"{host} through the host"
     out.print(f"KV cache: {cache['tensors']} tensors of {cache['capacity']} positions, "
               f"{cache['bytes']} bytes allocated once on the device; each step writes its rows "
               f"in place ({cache['writes_per_step']} ScatterND, "
-              f"{cache['bytes_written_per_step']} bytes per step, through the host while "
-              f"ScatterND has no native kernel); shim ops that read the cache copy it as they "
-              f"copy every operand")
+              f"{cache['bytes_written_per_step']} bytes per step, {route}); shim ops that "
+              f"read the cache copy it as they copy every operand")

@@ -6,19 +6,25 @@ intermediates are freed as soon as their last consumer has run.
 A graph may list inputs as `donated`: the caller gives their memory to the run (XLA's donated
 buffers, GE's ref inputs). A ScatterND whose data is a donated input read by no later node
 then writes into that input's memory and its output is the input itself: only the updated
-slices move, which is how a KV cache allocated once is written in place step after step.
+slices move, which is how a KV cache allocated once is written in place step after step. The
+native kernel does it when it takes the case (launched with no output, its data input
+declared in place); the host writes the slices when it declines.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op
+from ..hixl.errors import index_out_of_range
 from . import log
 from .control import choose_branch, runs_as_graphs
+from .errors import KernelDeclined
 from .fusion import find_chain, run_chain
+from .launch import run_native
 from .record import RunRecord
 from .tensor import DeviceTensor
 
@@ -88,23 +94,21 @@ class GraphRecord:
         return sum(1 for r in self.runs if r.launch is not None)
 
 
-def in_place(device, graph: Graph, index: int, last_use: dict[str, int]) -> bool:
+def in_place(graph: Graph, index: int, last_use: dict[str, int]) -> bool:
     """Whether node `index` is a ScatterND that may write into its data input: a donated graph
-    input that no later node reads and the graph does not return, and no native kernel (a
-    kernel would write a whole new output)."""
+    input that no later node reads and the graph does not return."""
     node = graph.nodes[index]
     if node.op != "ScatterND" or node.attrs.get("reduction", "none") != "none":
         return False
     data = node.inputs[0]
     return (data in graph.donated and last_use.get(data) == index
-            and data not in graph.outputs and data not in node.inputs[1:]
-            and device.registry.native("ScatterND") is None)
+            and data not in graph.outputs and data not in node.inputs[1:])
 
 
 def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
-    """ScatterND into `data`'s own memory: the host reads the indices and the updates and
-    writes each run of consecutive slices into place (the shim's route, as ScatterND has no
-    native kernel: those copies are its modeled time); the rest of `data` is not touched."""
+    """ScatterND into `data`'s own memory: the native kernel launched with no output and its
+    data input declared in place, so only the update rows move GM -> UB -> GM; when it declines,
+    the host route. The rest of `data` is not touched either way."""
     schema = get_op("ScatterND")
     tensors = (data, indices, updates)
     for role, t in zip(schema.inputs, tensors):
@@ -112,19 +116,34 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
     schema.infer([ArgSpec(t.shape, t.dtype) for t in tensors], node.attrs)
     if data.desc.is_padded:
         raise BadInput(f"ScatterND in place: {data.name} has a padded layout")
-    reason = "no native kernel; in place into the donated data input, only the updates move"
+    entry = device.registry.native("ScatterND")
+    descs = [t.desc for t in tensors]
+    reason = "no native kernel" if entry is None else entry.why_not(descs, node.attrs)
+    if entry is not None and reason is None:
+        try:
+            return run_native(device, dataclasses.replace(entry, inplace=(0,)), list(tensors),
+                              [], dict(node.attrs), None, descs)
+        except KernelDeclined as declined:
+            reason = str(declined)
+    return scatter_on_host(device, node, data, indices, updates, reason)
+
+
+def scatter_on_host(device, node: Node, data, indices, updates, declined: str) -> RunRecord:
+    """The host's route into `data`: it reads the indices and the updates and writes each run
+    of consecutive slices into place (those copies are its modeled time)."""
+    tensors = (data, indices, updates)
+    reason = f"{declined}; in place into the donated data input, only the updates move"
     log.shim("ScatterND", reason)
     backend = device.backend
     host_us = backend.host_copy_us(indices.desc.nbytes) + backend.host_copy_us(updates.desc.nbytes)
     k = indices.shape[-1]
     dims = np.array(data.shape[:k], np.int64)
     slice_bytes = int(np.prod(data.shape[k:], dtype=np.int64)) * data.desc.itemsize
-    idx = indices.numpy().reshape(-1, k)
+    idx = indices.numpy().reshape(int(np.prod(indices.shape[:-1], dtype=np.int64)), k)
     bad = (idx < -dims) | (idx >= dims)
     if bad.any():
         row, dim = np.argwhere(bad)[0]
-        raise ShapeMismatch(f"ScatterND: index {int(idx[row, dim])} is out of range for dim "
-                            f"{dim} of size {dims[dim]} (allowed: {-dims[dim]}..{dims[dim] - 1})")
+        raise index_out_of_range("ScatterND", int(idx[row, dim]), int(dims[dim]), f"dim {dim}")
     cells = np.ravel_multi_index(tuple((idx % np.maximum(dims, 1)).T), tuple(dims)) if k \
         else np.zeros(len(idx), np.int64)
     rows = updates.numpy().reshape(len(cells), -1).view(np.uint8)
@@ -209,7 +228,7 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
                 owned.add(name)
         i = 0
         while i < len(graph.nodes):
-            if in_place(device, graph, i, last_use):
+            if in_place(graph, i, last_use):
                 node = graph.nodes[i]
                 record = scatter_in_place(device, node, *(env[n] for n in node.inputs))
                 record.nodes = [node.name]

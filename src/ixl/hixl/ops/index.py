@@ -11,7 +11,7 @@ import numpy as np
 
 from ..database import register
 from ..dtypes import ALL, FLOATS, INDEX, NUMERIC, to_numpy
-from ..errors import AttrError, ShapeMismatch
+from ..errors import AttrError, ShapeMismatch, index_out_of_range
 from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axis, uniform
 
 ORDER_TYPES = {"T": NUMERIC}
@@ -206,8 +206,8 @@ def _in_range(op: str, indices, size, what: str):
     """Indices with negatives counted from the end, or a clear error for one out of range."""
     bad = (indices < -size) | (indices >= size)
     if np.any(bad):
-        raise ShapeMismatch(f"{op}: index {int(np.asarray(indices)[bad].reshape(-1)[0])} is out "
-                            f"of range for {what} of size {size} (allowed: {-size}..{size - 1})")
+        raise index_out_of_range(op, int(np.asarray(indices)[bad].reshape(-1)[0]), int(size),
+                                 what)
     return np.where(indices < 0, indices + size, indices)
 
 
