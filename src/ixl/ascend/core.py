@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from .l2 import L2Stats, L2View, l2_cache
 from .observe import Access, Instruction, Observer, Space, Sync, SyncKind
 from .timeline import Pipe, Timeline
 from .ubbanks import Operand, conflict_cycles, layout
+
+if TYPE_CHECKING:
+    from .crosscore import CrossCoreWait, FlagBoard
 
 _current = threading.local()
 
@@ -144,9 +148,9 @@ class AICore:
         self.peaks: dict[Space, int] = {}      # the most of each memory the kernel's TPipes took
         self.pipes: list = []
         self.observers = tuple(observers)
-        self.cross_core = None       # the launch's cross-core flag board (mix kernels)
+        self.cross_core: FlagBoard | None = None   # the launch's flag board (mix kernels)
         self.cross_sets = 0          # cross-core sets this core issued (numbers them)
-        self.pending_wait = None     # a cross_core_wait_flag made but not yet yielded
+        self.pending_wait: CrossCoreWait | None = None   # made but not yet yielded
         # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
@@ -207,6 +211,7 @@ class AICore:
                 f"aicore memory out of bound: VEC instruction error: the ub address out of bounds: "
                 f"core {self.core_id} {what} UB [{offset:#x}, {offset + nbytes:#x}), "
                 f"UB holds {self.chip.ub_bytes} bytes")
+        assert self.ub is not None                  # a vector core's (UB operands check it)
         return self.ub[offset:offset + nbytes]
 
     def check_ub_aligned(self, offset: int, what: str) -> None:

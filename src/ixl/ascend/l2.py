@@ -177,7 +177,7 @@ class L2View:
         self.dirty_log: deque = deque()    # (own value, segment addr, lines) of own writes
         self.entries: list[_Batch] = []    # its moves, in batches, for the merge
         self.batches: dict = {}            # (segment addr, kind) -> the open batch
-        self._last = None                  # the latest move's batch, until it is timed
+        self._last: _Batch | None = None   # the latest move's batch, until it is timed
 
     # ---- a move ----
     def access(self, gm, offset: int, count: int, width: int, pitch: int, outer: int = 1,
@@ -392,9 +392,9 @@ class L2Cache:
             if entry[0] == 0:
                 del self.hist[int(s)]
         for s, c in zip(*np.unique(dirty_stamps, return_counts=True)):
-            entry = self.hist.get(int(s))
-            if entry is not None:
-                entry[1] -= int(c)
+            dirty_entry = self.hist.get(int(s))
+            if dirty_entry is not None:
+                dirty_entry[1] -= int(c)
         self.resident -= stamps.size
 
     def _evict(self) -> None:

@@ -204,10 +204,10 @@ class TQue:
             raise ResourceLimit(
                 f"enque on a {self.position.value} queue of depth {self.depth} that already "
                 f"holds {len(self._queue)} tensor(s): deque first")
-        self._check_own(tensor, "enque")
+        slot = self._check_own(tensor, "enque")
         producer, consumer = self.pipes
         if producer is not consumer:
-            self.core.set_flag(producer, consumer, tensor.slot.event_id, "enque")
+            self._core.set_flag(producer, consumer, slot.event_id, "enque")
         self._queue.append(tensor)
 
     def deque(self) -> LocalTensor:
@@ -218,12 +218,12 @@ class TQue:
         tensor = self._queue.popleft()
         producer, consumer = self.pipes
         if producer is not consumer:
-            self.core.wait_flag(producer, consumer, tensor.slot.event_id, "deque")
+            assert tensor.slot is not None        # enque checked it is one of this queue's
+            self._core.wait_flag(producer, consumer, tensor.slot.event_id, "deque")
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
-        self._check_own(tensor, "free_tensor")
-        slot = tensor.slot
+        slot = self._check_own(tensor, "free_tensor")
         if not slot.in_use:
             raise ResourceLimit(f"free_tensor of a {self.position.value} buffer that is not "
                                 f"allocated")
@@ -231,9 +231,9 @@ class TQue:
         producer, consumer = self.pipes
         if producer is not consumer:
             slot.release_pending = True
-            self.core.set_flag(consumer, producer, slot.event_id, "free_tensor")
-        if self.core.observers:
-            self.core.buffer_event(SyncKind.FREE, "free_tensor", self._buffer(slot))
+            self._core.set_flag(consumer, producer, slot.event_id, "free_tensor")
+        if self._core.observers:
+            self._core.buffer_event(SyncKind.FREE, "free_tensor", self._buffer(slot))
 
     def _buffer(self, slot: _Slot) -> Access:
         return Access(self.position.space, slot.offset, 1, slot.nbytes, self.position.value)
@@ -242,17 +242,24 @@ class TQue:
         if slot.release_pending:
             slot.release_pending = False
             producer, consumer = self.pipes
-            self.core.wait_flag(consumer, producer, slot.event_id, "alloc_tensor")
+            self._core.wait_flag(consumer, producer, slot.event_id, "alloc_tensor")
 
     def destroy(self) -> None:
         """What TPipe's destructor does: wait for every buffer's last release."""
         for slot in self.slots:
             self._wait_release(slot)
 
-    def _check_own(self, tensor: LocalTensor, what: str) -> None:
+    @property
+    def _core(self) -> AICore:
+        """The core init_buffer gave this queue (it has slots, so it was set up)."""
+        assert self.core is not None
+        return self.core
+
+    def _check_own(self, tensor: LocalTensor, what: str) -> _Slot:
         if tensor.slot is None or tensor.slot.owner is not self:
             raise IllegalInstruction(f"{what}: the tensor does not belong to this "
                                      f"{self.position.value} queue")
+        return tensor.slot
 
 
 class TBuf:

@@ -167,6 +167,7 @@ class Runner:
             return
 
     def _pass(self, core: AICore, flag: int) -> bool:
+        assert self.board is not None       # cross_core_wait_flag runs only in a mix kernel
         token = self.board.take(core.core_id, flag)
         if token is None:
             return False
@@ -181,8 +182,8 @@ class Runner:
                 progressed = False
                 for c in self.cores:
                     entry = self.paused.get(c.core_id)
-                    if entry and isinstance(entry[1], CrossCoreWait) and \
-                            self.board.ready(c.core_id, entry[1].flag_id):
+                    if entry and isinstance(entry[1], CrossCoreWait) and self.board is not None \
+                            and self.board.ready(c.core_id, entry[1].flag_id):
                         c.resume()
                         self._pass(c, entry[1].flag_id)
                         self._step(c, entry[0])

@@ -139,6 +139,7 @@ class SimulatedChip:
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         self.gm.bytes(addr, raw.nbytes)[:] = raw
         seg = self.gm.segment_at(addr)
+        assert seg is not None                      # gm.bytes checked addr is mapped
         self.l2.invalidate(seg, addr - seg.addr, raw.nbytes)
 
     def flush_l2(self) -> None:

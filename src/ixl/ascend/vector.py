@@ -184,10 +184,11 @@ def _elements(operands, idx, mask, repeat: int, lanes: int):
     key = _mask_key(mask)
     boxes = [_box(repeat, blk, rep, blk_elems, key, lanes, role == "dst")
              for _, blk, rep, role in operands]
-    if all(boxes):
+    full = [b for b in boxes if b is not None]
+    if len(full) == len(boxes):
         dst, *sources = [np.ndarray(shape, t.dtype, buffer=t.core.memories[t.space],
                                     offset=t.offset, strides=tuple(s * t.itemsize for s in steps))
-                         for (t, *_), (shape, steps) in zip(operands, boxes)]
+                         for (t, *_), (shape, steps) in zip(operands, full)]
 
         def store(result) -> None:
             dst[...] = result
@@ -564,10 +565,11 @@ def _select_operands(count: int, dst: LocalTensor, mask: LocalTensor, src0: Loca
     return tuple(reads), (dst.access(count, "dst"),)
 
 
-def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray, count: int) -> None:
+def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray | None, count: int) -> None:
     _check_dtype(op, dst, _MASK)
     _check_extent(op, dst, count // 8, "dst")
     if not dst.core.mode.timing_only:
+        assert bits is not None                     # computed unless timing only
         dst.view(count // 8)[...] = np.packbits(bits, bitorder="little")
 
 

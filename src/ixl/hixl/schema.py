@@ -304,7 +304,7 @@ class OpSchema:
             raise AttrError(f"{self.name}: attribute {', '.join(missing)} is required")
         return bound
 
-    def infer(self, specs: Sequence[ArgSpec], attrs: dict | None = None) -> list[ArgSpec]:
+    def infer(self, specs: Sequence[ArgSpec | None], attrs: dict | None = None) -> list[ArgSpec]:
         bound = self.check(specs, attrs)
         return self.infer_fn(self, list(specs), bound)
 

@@ -40,9 +40,10 @@ def ixl_op(onnx_op: str) -> str | None:
     return name if name in all_ops() and onnx_op not in NOT_ONNX else None
 
 
-def _op_under_test(model_dir: str) -> str:
+def _op_under_test(model_dir: str | None) -> str:
     """The op a case tests: its last node's (a node case has one node; a PyTorch case may
     prepare operands first, as Linear without bias transposes its weight)."""
+    assert model_dir is not None                # node and PyTorch cases are model directories
     graph = onnx.load(Path(model_dir) / "model.onnx", load_external_data=False).graph
     return graph.node[-1].op_type
 

@@ -104,7 +104,8 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
     else:
         core.issue(pipe, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
-        reads, writes = (), ()
+        reads: tuple[Access, ...] = ()
+        writes: tuple[Access, ...] = ()
         if n:
             perm = _transpose16() if p.if_transpose else np.arange(elems)
             s_off = (p.start_index + np.arange(n)[:, None] * step) * elems + perm
@@ -165,8 +166,9 @@ def load_data_with_transpose(dst: LocalTensor, src: LocalTensor,
             dbytes.view(dst.dtype)[d_el] = sbytes.view(src.dtype)[s_el]
     core.issue(Pipe.MTE1, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
-        ops = ((Access(Space.L1, src.offset, isz, s_el, "src"),),
-               (Access(dst.space, dst.offset, isz, d_el, "dst"),)) if n else ((), ())
+        ops: tuple[tuple[Access, ...], tuple[Access, ...]] = (
+            (Access(Space.L1, src.offset, isz, s_el, "src"),),
+            (Access(dst.space, dst.offset, isz, d_el, "dst"),)) if n else ((), ())
         core.observe(Pipe.MTE1, what, *ops, nbytes)
 
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import IllegalInstruction
+
+if TYPE_CHECKING:
+    from ..pipe import LocalTensor
 
 U16 = (0, 65535)
 U8 = (0, 255)
@@ -238,4 +242,4 @@ class CubeRegisters:
     hf32_round_even: bool = True           # SetHF32TransMode: NEAREST_EVEN or NEAREST_ZERO
     fmatrix: tuple | None = None           # SetFmatrix: (l1_h, l1_w, pad_list)
     padding_value: float = 0               # SetLoadDataPaddingValue
-    fixpipe_params: object = None          # SetFixPipeConfig: the Fixpipe buffer tensor
+    fixpipe_params: LocalTensor | None = None         # SetFixPipeConfig: the Fixpipe buffer tensor

@@ -74,8 +74,10 @@ class PipeHazards(Observer):
         if kind is SyncKind.SYNC_ALL:
             st.drained()
         elif kind is SyncKind.FREE:
+            assert ev.buffer is not None
             st.freed.append((ev.buffer.space, *ev.buffer.span(), ev.buffer.role))
         elif kind is SyncKind.ALLOC:
+            assert ev.buffer is not None
             lo, hi = ev.buffer.span()
             st.freed = [b for b in st.freed
                         if not (b[0] is ev.buffer.space and b[1] < hi and lo < b[2])]

@@ -15,6 +15,7 @@ class ReadOnlyInputs(Observer):
         self.launch = launch
 
     def instruction(self, ins: Instruction) -> None:
+        assert self.launch is not None              # launch_begin comes first
         for w in ins.writes:
             if w.space is not Space.GM or w.empty:
                 continue

@@ -68,8 +68,10 @@ class PipeClocks:
         """Flag edges and barriers (other events leave the clocks alone)."""
         kind = ev.kind
         if kind is SyncKind.SET:
+            assert ev.src is not None
             self.flags[(ev.src, ev.dst, ev.event_id)].append(tuple(self.dispatch(INDEX[ev.src])))
         elif kind is SyncKind.WAIT:
+            assert ev.dst is not None
             dst = INDEX[ev.dst]
             self.dispatch(dst)
             self.join(dst, self.flags[(ev.src, ev.dst, ev.event_id)].popleft())

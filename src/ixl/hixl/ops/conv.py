@@ -93,6 +93,7 @@ def conv_geometry(x: tuple, w: tuple, attrs: dict) -> ConvGeometry:
 
 def _infer_conv(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x, w, b = (specs + [None])[:3]
+    assert x is not None and w is not None      # required inputs: check() saw them
     geo = conv_geometry(x.shape, w.shape, attrs)
     if b is not None and b.shape != (w.shape[0],):
         raise ShapeMismatch(f"Conv: bias must have shape ({w.shape[0]},), one per output "

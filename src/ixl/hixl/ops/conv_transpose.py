@@ -80,6 +80,7 @@ def geometry(x: tuple, w: tuple, attrs: dict) -> TransposeGeometry:
 
 def _infer(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x, w, b = (specs + [None])[:3]
+    assert x is not None and w is not None      # required inputs: check() saw them
     geo = geometry(x.shape, w.shape, attrs)
     m = w.shape[1] * attrs["group"]
     if b is not None and b.shape != (m,):

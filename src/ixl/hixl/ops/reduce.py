@@ -36,6 +36,7 @@ def reduced_shape(shape, axes, keepdims: int) -> tuple[int, ...]:
 
 def _infer(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     data, axes = (specs + [None])[:2]
+    assert data is not None                     # a required input: check() saw it
     given = ()
     if axes is not None:
         if len(axes.shape) != 1:

@@ -12,6 +12,7 @@ for scales, or the sizes given (keep_aspect_ratio_policy may scale every axis al
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def _choice(attrs: dict, name: str, allowed: tuple[str, ...]) -> None:
                         f"(allowed: {', '.join(allowed)})")
 
 
-def _given(spec) -> bool:
+def _given(spec: ArgSpec | None) -> TypeGuard[ArgSpec]:
     """An optional input counts as given when present and not empty (exporters pass an empty
     tensor for 'none')."""
     return spec is not None and spec.size > 0
@@ -81,6 +82,7 @@ def plan(shape: tuple, attrs: dict, roi, scales, sizes) -> tuple[list[int], list
 
 def _infer(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x, roi, scales, sizes = (list(specs) + [None] * 3)[:4]
+    assert x is not None                        # a required input: check() saw it
     for name, allowed in (("mode", MODES), ("coordinate_transformation_mode", COORDINATES),
                           ("nearest_mode", NEAREST_MODES),
                           ("keep_aspect_ratio_policy", POLICIES)):
