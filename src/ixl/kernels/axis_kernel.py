@@ -130,7 +130,7 @@ class AxisKernel:
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
-        self.param_tensors = [None] * len(params)
+        self.param_tensors: list[asc.LocalTensor | None] = [None] * len(params)
         for j, i in enumerate(present):
             self.param_tensors[i] = par[j * tiling.pitch]
         self._held = None
@@ -268,6 +268,7 @@ class AxisKernel:
         for src, dst in zip(self.param_src, self.param_tensors):
             if src is None:
                 continue
+            assert dst is not None                  # a UB row for each parameter given
             p = self.in_q.alloc_tensor(self.sdt)
             copy_rows(p, src[pos], 1, tile.count, tile.count, tile.pitch, 0.0)
             self.in_q.enque(p)
@@ -278,7 +279,7 @@ class AxisKernel:
     def expand_params(self) -> None:
         """Parameters that broadcast over the normalised row: write the row-long copy into this
         core's part of the workspace, then read it from there like a full-length parameter."""
-        tiling, ws, isz = self.tiling, self.ctx.workspace, self.sdt.itemsize
+        tiling, ws, isz = self.tiling, self.ctx.planned_workspace, self.sdt.itemsize
         most = self.ub.in_slot // isz // self.step * self.step
         for i, (src, repeat) in enumerate(zip(self.param_src, tiling.param_repeat)):
             if src is None or repeat == 1:

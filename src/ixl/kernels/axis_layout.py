@@ -27,7 +27,7 @@ from .ub import as_bits, chunks
 class Segment(NamedTuple):
     offset: int      # GM element offset of the first row
     rows: int
-    count: int       # elements per row
+    count: int  # type: ignore[assignment]  # elements per row (shadows tuple.count)
     gm_pitch: int    # GM elements between rows
     pos: int         # position along the normalised row (parameters follow it)
 

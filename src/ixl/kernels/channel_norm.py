@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def plan(kind: str, x: TensorDesc, attrs: dict, chip: ChipSpec,
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
     step = max(chip.block_elems(x.itemsize), chip.block_elems(F32.itemsize))
-    base = dict(kind=kind, dtype=x.dtype, batch=n, channels=c, plane=plane,
+    base: dict[str, Any] = dict(kind=kind, dtype=x.dtype, batch=n, channels=c, plane=plane,
                 epsilon=float(attrs["epsilon"]), config=config)
 
     def tiling(group: int, segment: int, rows: int | None = None, per_core: int = 0):

@@ -114,7 +114,10 @@ class ConvKernel(MatmulKernel):
         self.b2.enque(b2)
         self.compute(c, bm, bn, 1, False, first=True, last=last, last_of_chunk=False)
 
-    def copy_in(self, matrix: int, m0: int, bm: int, g1: int, n1: int, rows, cols) -> None:
+    # copy_in and split take the convolution's tile (its process() calls them, not the
+    # matmul's): the override's signature differs on purpose.
+    def copy_in(self, matrix: int, m0: int, bm: int, g1: int, n1: int,  # type: ignore[override]
+                rows, cols) -> None:
         """GM -> L1: the tile's weight rows for C1 groups [g1, g1 + n1) (ND -> NZ) and the
         band of the NC1HWC0 map those groups' rows and columns span."""
         ct, geo = self.ct, self.ct.geo
@@ -140,13 +143,14 @@ class ConvKernel(MatmulKernel):
                                   src_stride=geo.w - width, dst_stride=0))
         self.b1.enque(b1)
 
-    def split(self, bm: int, bn: int, kc: int, kk: int, bk: int, n1: int, p0: int, rows,
-              cols) -> None:
+    def split(self, bm: int, bn: int, kc: int, kk: int, bk: int,  # type: ignore[override]
+              n1: int, p0: int, rows, cols) -> None:
         """L1 -> L0 for K [kk, kk + bk) of the chunk: the weights as ZZ, the img2col block of
         the tile's positions as ZN."""
         geo, c0 = self.ct.geo, self.c0
         if kk == 0:
             self.chunk = (self.a1.deque(), self.b1.deque())
+        assert self.chunk is not None               # loaded at the chunk's first K step
         a1, b1 = self.chunk
         a2 = self.a2.alloc_tensor(self.dtype)
         asc.load_data(a2, a1, asc.LoadData3DParamsV2(
@@ -182,8 +186,8 @@ def conv_kernel(ctx: KernelContext, x, w, *rest):
     ct: ConvTiling = ctx.tiling
     bias, y = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
     dtype = to_numpy(ct.dtype)
-    x_map = ctx.workspace.window(0, ct.x_bytes).reinterpret(dtype)
-    w_rows = ctx.workspace.window(ct.x_bytes, ct.w_bytes).reinterpret(dtype)
+    x_map = ctx.planned_workspace.window(0, ct.x_bytes).reinterpret(dtype)
+    w_rows = ctx.planned_workspace.window(ct.x_bytes, ct.w_bytes).reinterpret(dtype)
     if ctx.is_aic:
         return ConvKernel(ctx, ct, x_map, w_rows, y, bias).process()
     return LayoutKernel(ctx, ct.geo, ct.layout, x, w, x_map, w_rows).process()

@@ -90,7 +90,8 @@ class CubeQueues:
         if t.hf32:
             asc.set_hf32_mode(True)
             asc.set_hf32_trans_mode(True)
-        self.chunk = None          # the L1 chunk the loads read: (a1, b1)
+        # the L1 chunk the loads read: (a1, b1)
+        self.chunk: tuple[asc.LocalTensor, asc.LocalTensor] | None = None
 
     def a1_elements(self) -> int:
         """A's L1 chunk: bm positions of K (NC1HWC0), or K positions of bm (NZ(A^T))."""
@@ -230,6 +231,7 @@ class MatmulKernel(CubeQueues):
         sh, c0 = self.shape, self.c0
         if kk == 0:
             self.chunk = (self.a1.deque(), self.b1.deque())
+        assert self.chunk is not None               # loaded at the chunk's first K step
         a1, b1 = self.chunk
         a2 = self.a2.alloc_tensor(self.dtype)
         if sh.trans_a:
@@ -278,6 +280,7 @@ class MatmulKernel(CubeQueues):
         self.a2.free_tensor(a2)
         self.b2.free_tensor(b2)
         if last_of_chunk:           # the chunk's loads are done: L1 may be refilled
+            assert self.chunk is not None
             a1, b1 = self.chunk
             self.a1.free_tensor(a1)
             self.b1.free_tensor(b1)
@@ -297,7 +300,7 @@ class SplitKMatmulKernel(MatmulKernel):
 
     def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
         super().__init__(ctx, t, a, b, out, bias)
-        self.partials = ctx.workspace.reinterpret(F32)
+        self.partials = ctx.planned_workspace.reinterpret(F32)
 
     def process(self):
         """Split-K: each unit is a tile's product over one part of K, written as float32
@@ -372,7 +375,7 @@ def matmul_kernel(ctx: KernelContext, *gm):
     kernel = SplitKMatmulKernel if t.k_splits > 1 else MatmulKernel
     if not epi.vector:
         return kernel(ctx, t, a, b, y, bias).process()
-    acc = ctx.workspace.reinterpret(F32)
+    acc = ctx.planned_workspace.reinterpret(F32)
     if ctx.is_aic:
         return kernel(ctx, t, a, b, acc, bias).process()
     return EpilogueKernel(ctx, t, [acc] + [given(i) for i in epi.inputs], y).process()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,7 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
     win = pool_window(op, x.shape, attrs, tuple(int(k) for k in attrs["kernel_shape"]))
     lead = (1,) if len(win.kernel) == 1 else ()
     zero = (0,) if lead else ()
-    geometry = dict(dims=lead + tuple(x.shape[2:]), out_dims=lead + win.out,
+    geometry: dict[str, Any] = dict(dims=lead + tuple(x.shape[2:]), out_dims=lead + win.out,
                     kernel=lead + win.kernel, strides=lead + win.strides,
                     dilations=lead + win.dilations, begin=zero + win.begin, end=zero + win.end)
     planes = x.shape[0] * x.shape[1]
@@ -143,7 +144,7 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
         raise DoesNotFit(f"{1 + indices} output queues x {config.buffers} buffers need "
                          f"{(1 + indices) * config.buffers} event ids; VECOUT has "
                          f"{chip.event_ids_per_position} on {chip.name}")
-    base = dict(kind=kind, dtype=x.dtype, planes=planes, count_include_pad=bool(
+    base: dict[str, Any] = dict(kind=kind, dtype=x.dtype, planes=planes, count_include_pad=bool(
         attrs.get("count_include_pad", 0)), indices=indices,
         column_major=bool(attrs.get("storage_order", 0)), config=config, **geometry)
     if planes == 0 or math.prod(geometry["out_dims"]) == 0:
@@ -346,7 +347,7 @@ class PoolKernel(PoolQueues):
                           self.pooled[1][r * t.out_pitch] if t.indices else None)
         self.in_q.free_tensor(slot)
         y = self.out_q.alloc_tensor(self.sdt)
-        idx = self.idx_q.alloc_tensor(I64) if t.indices else None
+        idx = self.idx_q.alloc_tensor(I64) if self.idx_q is not None else None
         outer = [range(first, last)] + [range(n) for n in t.out_dims[1:-1]]
         for q, o in enumerate(itertools.product(*outer)):
             value, index = self.combine_rows(o, lo)
@@ -355,7 +356,7 @@ class PoolKernel(PoolQueues):
                 asc.adds(index, index, float(plane * math.prod(t.dims)), t.out_pitch)
                 self.widen(idx[q * t.packed], index)
         self.out_q.enque(y)
-        if idx is not None:
+        if self.idx_q is not None and idx is not None:
             self.idx_q.enque(idx)
 
     def copy_out(self, plane: int, first: int, last: int) -> None:
@@ -365,7 +366,7 @@ class PoolKernel(PoolQueues):
         y = self.out_q.deque()
         copy_rows(self.y[offset], y, rows, t.out_width, t.out_width, self.out_row)
         self.out_q.free_tensor(y)
-        if t.indices:
+        if self.idx_q is not None:
             idx = self.idx_q.deque()
             copy_rows(self.idx_gm[offset], idx, rows, t.out_width, t.out_width, t.packed)
             self.idx_q.free_tensor(idx)

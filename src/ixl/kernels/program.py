@@ -53,7 +53,7 @@ class Step:
 
 def scalar_inputs(steps: tuple[Step, ...]) -> set[int]:
     """The value ids the program reads as scalar operands."""
-    out = set()
+    out: set[int] = set()
     for s in steps:
         if s.body.scalars:
             out.update(s.args[-len(s.body.scalars):])

@@ -178,14 +178,14 @@ def _split(gm):
 
 for _name, _kind, _mean in (("ReduceSum", "sum", False), ("ReduceMax", "max", False),
                             ("ReduceMin", "min", False), ("ReduceMean", "sum", True)):
-    _op = Reduce(_kind, _mean)
+    _op: AxisOp = Reduce(_kind, _mean)
     register_kernel(KernelEntry(
         op=_name, kernel=_kernel(f"{_name[6:].lower()}_reduce_kernel", _op),
         tiling=_tiling(_op), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
         declines=_declines, tuning_space=TUNING_SPACE))
 
 # ---- the model-family reductions, and the global pools (a reduction over the spatial dims)
-FAMILY = {
+FAMILY: dict[str, AxisOp] = {
     "ReduceProd": Reduce("prod"),
     "ReduceL1": Reduce("sum", pre="abs"),
     "ReduceL2": Reduce("sum", pre="square", post="sqrt"),

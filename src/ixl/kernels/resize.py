@@ -157,11 +157,11 @@ def plan(ins: list, out: TensorDesc, attrs: dict, chip: ChipSpec,
     if any(d is not None and d.size and d.value is None for d in given):
         raise DoesNotFit("the host tiling needs the contents of roi, scales and sizes")
     shape = tuple(x.shape)
-    dims, scale, bounds = golden.plan(shape, attrs, *(
+    out_dims, scale, bounds = golden.plan(shape, attrs, *(
         None if d is None or d.size == 0 else np.asarray(d.value).reshape(-1).tolist()
         for d in given))
     lead = (1,) * max(0, 2 - len(shape))
-    shape, dims = lead + shape, lead + tuple(dims)
+    shape, dims = lead + shape, lead + tuple(out_dims)
     scale, bounds = [1.0] * len(lead) + scale, [(0.0, 1.0)] * len(lead) + bounds
     resized = [a for a in range(len(shape)) if not (   # (a dim of 1 to 1: every tap is 0)
         dims[a] == shape[a] and (scale[a] == 1.0 and bounds[a] == (0.0, 1.0) or dims[a] == 1))]
@@ -173,7 +173,8 @@ def plan(ins: list, out: TensorDesc, attrs: dict, chip: ChipSpec,
         raise DoesNotFit("resizing an empty dim to a non-empty one runs on the shim")
     blk, s_isz = chip.block_elems(F32.itemsize), x.itemsize
     per_rep = chip.repeat_bytes // chip.block_bytes
-    rows, runs = (), ()
+    rows: tuple[tuple, ...] = ()
+    runs: tuple[Run, ...] = ()
     if len(shape) - 2 in resized and h and oh:
         rows = tuple(_taps(*axis_map(h, oh, scale[-2], bounds[-2], attrs)))
     if len(shape) - 1 in resized and w and ow:

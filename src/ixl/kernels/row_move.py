@@ -259,7 +259,7 @@ class Run(NamedTuple):
     row is the same source row)."""
 
     first: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count
     offset: int
     stride: int
 
@@ -428,8 +428,8 @@ class RowMoveKernel:
                     continue
                 for r in range(run.first, run.first + run.count):
                     self._copy_bits(y[r * tiling.dst_pitch], src, tiling.dst_pitch)
-        for r in self.pad_rows:
-            self._fill(y[int(r) * tiling.dst_pitch], tiling.dst_pitch)
+        for pad_row in self.pad_rows:
+            self._fill(y[int(pad_row) * tiling.dst_pitch], tiling.dst_pitch)
         self.out_q.enque(y)
         self.in_q.free_tensor(x)
 

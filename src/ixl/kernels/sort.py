@@ -151,6 +151,8 @@ class SortQueues:
     """The UB plan of a sort as queues and buffers, and the output queues' writes: values
     and int64 indices spread a block each, written with the axis's GM stride."""
 
+    high_blocks: asc.LocalTensor    # the radix sort's: an int64's high words, a block each
+
     def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
         """Init: an input queue, two output queues (values, indices), the two list buffers
         (the scores and positions start in the second), a running list when rows take
@@ -205,6 +207,7 @@ class SortQueues:
         word = np.int16 if isz == 2 else np.int32
         if self.dtype != self.sdt and isz == 2:             # bfloat16: narrowed, then spread
             narrow = self.staging
+            assert narrow is not None                       # staged: dtype != score dtype
             asc.cast(narrow, scores, asc.RoundMode.CAST_RINT, m)
             scores = narrow
         repeats = ceil_div(m, 8)
@@ -215,6 +218,7 @@ class SortQueues:
                      asc.UnaryRepeatParams())
         self.val_q.enque(y)
         y = self.val_q.deque()
+        assert self.values_gm is not None                   # called when values are wanted
         asc.data_copy_pad(self.values_gm[at], y, asc.DataCopyExtParams(
             m, isz, 0, (tiling.inner - 1) * isz))
         self.val_q.free_tensor(y)
@@ -255,12 +259,14 @@ class SortKernel(SortQueues):
         starts = list(range(0, n, c))
         if tiling.last_index:
             starts.reverse()
-        best, length = None, 0
+        best: asc.LocalTensor | None = None
+        length = 0
         for c0 in starts:
             count = min(c, n - c0)
             self.copy_in(row, c0, count)
             chunk, size = self.compute_chunk(c0, count)
             best, length = self.merge_running(best, length, chunk, size)
+        assert best is not None                             # a row has at least one chunk
         self.copy_out(row, best, length)
 
     def copy_in(self, row: int, c0: int, count: int) -> None:
@@ -283,6 +289,7 @@ class SortKernel(SortQueues):
         and compacted with the vector Gather, reversed for the last index among ties. Returns
         them and the input-queue tensor to free once they are used (None: already free)."""
         tiling, isz = self.tiling, self.dtype.itemsize
+        staging = self.staging
         for r0 in range(0, count, self.read_size):
             m = min(self.read_size, count - r0)
             src = self.x[self.origin(row) + (c0 + r0) * tiling.inner]
@@ -295,15 +302,18 @@ class SortKernel(SortQueues):
             self.in_q.enque(x)
             x = self.in_q.deque()
             if self.strided:                 # element j sits at block j
-                asc.gather(self.staging.reinterpret(self.word)[r0 * self.lanes],
+                assert staging is not None
+                asc.gather(staging.reinterpret(self.word)[r0 * self.lanes],
                            x.reinterpret(self.word), self.compact, 0, m * self.lanes)
                 self.in_q.free_tensor(x)
         data = self.staging if self.strided else x
         if tiling.last_index:                # position p <- element count - 1 - p
+            assert self.offsets is not None and data is not None
             lanes = count * self.lanes
             offs = self.offsets.reinterpret(np.int32)
             element_lanes(offs, lanes, self.lanes, -isz, (count - 1) * isz, self.flt)
             turned = self.a.reinterpret(self.dtype) if self.strided else self.staging
+            assert turned is not None
             asc.gather(turned.reinterpret(self.word), data.reinterpret(self.word),
                        self.offsets, 0, lanes)
             data = turned
@@ -357,7 +367,8 @@ class SortKernel(SortQueues):
     def _merge(self, dst, sources, lengths) -> None:
         asc.mrg_sort(dst, sources, [min(m, self.keep) for m in lengths], self.sdt)
 
-    def merge_running(self, best, length, chunk, size):
+    def merge_running(self, best: asc.LocalTensor | None, length: int, chunk: asc.LocalTensor,
+                      size: int) -> tuple[asc.LocalTensor, int]:
         """The row's best k so far, with the chunk's merged in (the earlier list first: it
         holds the indices that win ties)."""
         if not self.running:

@@ -48,18 +48,19 @@ SOURCE_ROWS = 16                    # source blocks per TransDataTo5HD repeat
 def simplified(shape: tuple, perm: tuple) -> tuple[tuple, tuple]:
     """(shape, perm) with size-1 dims dropped and neighbours that stay neighbours merged."""
     keep = [i for i, d in enumerate(shape) if d != 1]
-    shape = [shape[i] for i in keep]
-    perm = [keep.index(p) for p in perm if p in keep]
-    merged_shape, groups = [], []          # groups of input dims, in input order
-    for i, d in enumerate(shape):
-        if groups and perm.index(i) == perm.index(groups[-1][-1]) + 1:
+    kept_shape = [shape[i] for i in keep]
+    kept_perm = [keep.index(p) for p in perm if p in keep]
+    merged_shape: list[int] = []
+    groups: list[list[int]] = []           # groups of input dims, in input order
+    for i, d in enumerate(kept_shape):
+        if groups and kept_perm.index(i) == kept_perm.index(groups[-1][-1]) + 1:
             groups[-1].append(i)
             merged_shape[-1] *= d
         else:
             groups.append([i])
             merged_shape.append(d)
     first = {g[0]: k for k, g in enumerate(groups)}
-    new_perm = [first[p] for p in perm if p in first]
+    new_perm = [first[p] for p in kept_perm if p in first]
     return tuple(merged_shape), tuple(new_perm)
 
 

@@ -69,14 +69,14 @@ def convert(dst: asc.LocalTensor, src: asc.LocalTensor, count: int) -> None:
         asc.cast(dst, src, asc.RoundMode.CAST_RINT, count)
 
 
-def as_bits(dst: asc.LocalTensor, value):
+def as_bits(dst: asc.LocalTensor, value: float) -> tuple[asc.LocalTensor, int]:
     """dst's same-width integer view and `value`'s bits in it: a fill that works for any
     storage type (bfloat16 has no vector arithmetic, its bits do)."""
     bits = {2: np.int16, 4: np.int32}[dst.itemsize]
     return dst.reinterpret(bits), np.array(value, dst.dtype).view(bits).item()
 
 
-def fill(dst: asc.LocalTensor, value, count: int) -> None:
+def fill(dst: asc.LocalTensor, value: float, count: int) -> None:
     """Duplicate a value of dst's dtype."""
     asc.duplicate(*as_bits(dst, value), count)
 

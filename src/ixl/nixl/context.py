@@ -34,6 +34,12 @@ class KernelContext:
                    core.kind.value == "AIC", core.sub_block_idx, core.task_ratio)
 
     @property
+    def planned_workspace(self) -> GlobalTensor:
+        """The workspace of a kernel whose launch plan asked for one."""
+        assert self.workspace is not None, "the launch plan asked for no workspace"
+        return self.workspace
+
+    @property
     def ub_bytes(self) -> int:
         return self.chip.ub_bytes
 
