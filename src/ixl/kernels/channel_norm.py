@@ -89,7 +89,7 @@ def plan(kind: str, x: TensorDesc, attrs: dict, chip: ChipSpec,
     plane = math.prod(x.shape[2:])
     step = max(chip.block_elems(x.itemsize), chip.block_elems(F32.itemsize))
     base: dict[str, Any] = dict(kind=kind, dtype=x.dtype, batch=n, channels=c, plane=plane,
-                epsilon=float(attrs["epsilon"]), config=config)
+                                epsilon=float(attrs["epsilon"]), config=config)
 
     def tiling(group: int, segment: int, rows: int | None = None, per_core: int = 0):
         return ChannelTiling(group=group, rows=rows or group, segment=segment,

@@ -122,9 +122,10 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
     win = pool_window(op, x.shape, attrs, tuple(int(k) for k in attrs["kernel_shape"]))
     lead = (1,) if len(win.kernel) == 1 else ()
     zero = (0,) if lead else ()
-    geometry: dict[str, Any] = dict(dims=lead + tuple(x.shape[2:]), out_dims=lead + win.out,
-                    kernel=lead + win.kernel, strides=lead + win.strides,
-                    dilations=lead + win.dilations, begin=zero + win.begin, end=zero + win.end)
+    geometry: dict[str, Any] = dict(
+        dims=lead + tuple(x.shape[2:]), out_dims=lead + win.out, kernel=lead + win.kernel,
+        strides=lead + win.strides, dilations=lead + win.dilations, begin=zero + win.begin,
+        end=zero + win.end)
     planes = x.shape[0] * x.shape[1]
     s_isz, blk = x.itemsize, chip.block_elems(F32.itemsize)
     per_rep = chip.repeat_bytes // chip.block_bytes
