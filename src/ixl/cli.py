@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import traceback
+from typing import Any
 
 import numpy as np
 from rich.table import Table
@@ -90,7 +91,7 @@ def _emit_json(obj) -> None:
 def cmd_list(args) -> int:
     from .onnx import node_case_counts
     counts = node_case_counts()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, schema in all_ops().items():
         entry = REGISTRY.native(name)
         rows.append({
@@ -121,9 +122,11 @@ def cmd_list(args) -> int:
 # ---------------------------------------------------------------- run
 
 def _describe(res: CaseResult) -> list[str]:
+    rec = res.record
+    assert rec is not None                          # run_case keeps the run's record
     lines = []
     if res.path == "native":
-        t = res.record.tiling
+        t = rec.tiling
         detail = f"{res.kernel}, {res.block_dim} blocks"
         if hasattr(t, "tile"):
             detail += f", tile {t.tile}, buffers {t.buffer_num}"
@@ -135,7 +138,6 @@ def _describe(res: CaseResult) -> list[str]:
     for i, c in enumerate(res.comparisons):
         label = f"output {i}: " if len(res.comparisons) > 1 else ""
         lines.append(f"  {label}{c.summary()}")
-    rec = res.record
     if rec.launch is not None:
         lines.append(f"  modeled time: {rec.time_us:.2f} us on {res.chip} "
                      f"(launch {rec.launch.launch_us:.2f} us + cores {rec.launch.core_us:.2f} us)")
@@ -159,7 +161,7 @@ def _metrics_table(m) -> Table:
 
 def _profile_outputs(args, rec) -> dict:
     """Metrics, trace and plot of one run; returns the JSON to merge into --json output."""
-    extra = {}
+    extra: dict[str, Any] = {}
     if rec.launch is None:
         if args.trace or args.plot:       # a kernel declined the case at tiling time
             asked = " and ".join(f for f, v in (("--trace", args.trace), ("--plot", args.plot))
@@ -326,6 +328,7 @@ def cmd_verify(args) -> int:
     out.print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
     for task, outcome in failed:
         if outcome.status == FAILED:
+            assert outcome.result is not None         # a failed case ran and says what it found
             out.print(f"[red]FAIL[/] {task.op} {task.note} {task.dtype}: "
                       + "; ".join(outcome.result["failures"]))
     print_summary(report)

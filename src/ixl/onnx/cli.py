@@ -203,6 +203,7 @@ def print_check(names, results, expected, source: str, tolerance: float) -> int:
 
 def print_profile(rep: IxlBackendRep) -> None:
     record = rep.last_graph
+    assert record is not None                       # printed after a run
     table = Table(title=f"{len(record.runs)} runs on {rep.chip}")
     for col in ("node (+ the others fused in)", "op", "path", "kernel / why not native",
                 "modeled us"):
@@ -219,6 +220,7 @@ def print_profile(rep: IxlBackendRep) -> None:
 def print_by_op(rep: IxlBackendRep) -> None:
     """The modeled time by op and path, largest first."""
     record = rep.last_graph
+    assert record is not None                       # printed after a run
     totals: dict[tuple[str, str], list] = {}
     for run in record.runs:
         entry = totals.setdefault((run.op, run.path), [0, 0.0])

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..hixl import ArgSpec, OpSchema, SampleCase, TileMultiple, all_ops, get_op, to_numpy
 from ..hixl.schema import contents
 from .compare import Comparison, compare
+
+if TYPE_CHECKING:
+    from ..nixl.record import RunRecord
 
 # Size unit for TileMultiple cases of ops that run on the shim (no kernel tile to follow).
 SHIM_TILE_UNIT = 4096
@@ -29,7 +33,7 @@ class CaseResult:
     kernel: str | None = None
     block_dim: int = 0
     modeled_us: float = 0.0
-    record: object = None
+    record: RunRecord | None = None
 
     @property
     def ok(self) -> bool:
