@@ -8,7 +8,7 @@ import os
 import re
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from rich.table import Table
@@ -464,7 +464,7 @@ class Parser(argparse.ArgumentParser):
     """A usage mistake is raised as BadInput, so that it leaves through the command's one error
     path as one line (argparse would print the usage too)."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise BadInput(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
 
 

@@ -116,7 +116,7 @@ class Mode:
 class AICore:
     def __init__(self, chip: ChipSpec, core_id: int, mode: Mode = Mode(), active_cores: int = 1,
                  ub: np.ndarray | None = None, observers: tuple[Observer, ...] = (),
-                 memories: dict[Space, np.ndarray] | None = None, l2: L2View | None = None):
+                 memories: dict[Space, np.ndarray] | None = None, l2: L2View | None = None) -> None:
         """`core_id`: a CoreId (a plain int is an AIV). `memories`: the core's on-core
         memories, kept by the chip across launches (fresh zeroed ones when None; `ub` gives a
         vector core's UB alone); `active_cores`: the cores of the launch sharing the chip's GM

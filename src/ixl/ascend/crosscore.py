@@ -88,7 +88,7 @@ class FlagBoard:
     Sets of modes 0 and 1 (and mode 2 from the AIVs) gather per round until every core of the
     group has set; thread-safe, since cores may run on host threads."""
 
-    def __init__(self, chip, groups: dict):
+    def __init__(self, chip, groups: dict) -> None:
         """`groups`: CoreId -> the group (block) index of each core of the launch."""
         self.limit = chip.cross_core_flag_max_count
         self.group_of = groups

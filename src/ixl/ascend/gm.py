@@ -31,7 +31,7 @@ class Segment:
 class GlobalMemory:
     """Mapped segments of the device address space; the allocator decides where and how much."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._starts: list[int] = []
         self._segments: list[Segment] = []
 
@@ -81,7 +81,7 @@ class GlobalTensor:
 
     def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm",
                  root: tuple[int, int] | None = None, segment: Segment | None = None,
-                 l2_mode: CacheMode = CacheMode.NORMAL):
+                 l2_mode: CacheMode = CacheMode.NORMAL) -> None:
         self.gm = gm
         self.addr = addr
         self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)

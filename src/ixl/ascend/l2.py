@@ -105,7 +105,7 @@ class _Lines:
 
     __slots__ = ("stamp", "dirty")
 
-    def __init__(self, lines: int):
+    def __init__(self, lines: int) -> None:
         self.stamp = np.zeros(lines, np.int64)
         self.dirty = np.zeros(lines, bool)
 
@@ -140,7 +140,7 @@ class Phase:
     """L2 as a phase (a launch, or the stretch between SyncAlls) found it, which every core's
     view of the phase reads: the eviction order of its resident lines as cumulative bytes."""
 
-    def __init__(self, cache: L2Cache, cores: int):
+    def __init__(self, cache: L2Cache, cores: int) -> None:
         self.cache = cache
         self.cores = max(cores, 1)
         self.threshold = cache.threshold
@@ -159,7 +159,7 @@ class L2View:
     """One core's L2 during one phase: the phase's L2 plus the core's own moves (module doc).
     Owned by the thread simulating the core."""
 
-    def __init__(self, phase: Phase, core_id: int):
+    def __init__(self, phase: Phase, core_id: int) -> None:
         cache = phase.cache
         self.phase = phase
         self.core_id = core_id
@@ -295,7 +295,7 @@ class _Batch:
 
     __slots__ = ("seg", "kind", "seq", "parts", "touched", "start", "end", "cycles", "timed")
 
-    def __init__(self, seg, kind: str, seq: int):
+    def __init__(self, seg, kind: str, seq: int) -> None:
         self.seg, self.kind, self.seq = seg, kind, seq
         self.parts: list = []
         self.touched = 0
@@ -328,7 +328,7 @@ def l2_cache(chip) -> L2Cache:
 class L2Cache:
     """The chip's L2: resident lines per GM segment and their LRU order (module doc)."""
 
-    def __init__(self, capacity: int, line: int, same_line_extra: float):
+    def __init__(self, capacity: int, line: int, same_line_extra: float) -> None:
         self.capacity = capacity
         self.line = line
         self.same_line_extra = same_line_extra

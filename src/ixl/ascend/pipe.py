@@ -80,7 +80,7 @@ class LocalTensor:
     __slots__ = ("core", "offset", "dtype", "count", "position", "itemsize", "slot", "space")
 
     def __init__(self, core: AICore, offset: int, dtype, count: int, position: TPosition,
-                 slot: _Slot | None = None):
+                 slot: _Slot | None = None) -> None:
         self.core = core
         self.offset = offset
         self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
@@ -151,7 +151,7 @@ class _Slot:
 
     __slots__ = ("offset", "nbytes", "event_id", "in_use", "release_pending", "owner")
 
-    def __init__(self, offset: int, nbytes: int, event_id: int, owner: TQue):
+    def __init__(self, offset: int, nbytes: int, event_id: int, owner: TQue) -> None:
         self.owner = owner
         self.offset = offset
         self.nbytes = nbytes
@@ -161,7 +161,7 @@ class _Slot:
 
 
 class TQue:
-    def __init__(self, position: TPosition, depth: int = 1):
+    def __init__(self, position: TPosition, depth: int = 1) -> None:
         if position not in _PIPES:
             raise IllegalInstruction(
                 f"TQue position {position.value} has no queue here: on dav-c220 CO2 is GM "
@@ -265,7 +265,7 @@ class TQue:
 class TBuf:
     """Scratch memory with no synchronisation: InitBuffer(buf, len) then get()."""
 
-    def __init__(self, position: TPosition = TPosition.VECCALC):
+    def __init__(self, position: TPosition = TPosition.VECCALC) -> None:
         self.position = position
         self.core: AICore | None = None
         self.offset = 0
@@ -286,7 +286,7 @@ class TPipe:
     """Hands out each memory of the core (UB on a vector core; L1, L0A, L0B, L0C, BiasTable and
     Fixpipe buffer on a Cube core) from address 0 upward; the limits are the chip's."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.core = current_core()
         self.core.pipes.append(self)
         self.queues: list[TQue] = []

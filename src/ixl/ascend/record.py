@@ -48,7 +48,7 @@ class CrossEdge:
 class TimelineRecorder(Observer):
     """Per core of the latest launch: `slices` and `edges`; `cross` the cross-core flags."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.scalar_issue = 0.0
         self.slices: dict[int, list[Slice]] = {}
         self.edges: dict[int, list[FlagEdge]] = {}

@@ -42,7 +42,7 @@ class Slot:
     __slots__ = ("core_id", "blocks", "group", "sub_block", "ratio")
 
     def __init__(self, core_id: CoreId, blocks: list[int], group: int = 0, sub_block: int = 0,
-                 ratio: int = 1):
+                 ratio: int = 1) -> None:
         self.core_id, self.blocks, self.group = core_id, blocks, group
         self.sub_block, self.ratio = sub_block, ratio
 
@@ -89,7 +89,7 @@ class Runner:
     """Runs every block of a launch on its core; interleaves cores that wait for each other."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list, end_phase=lambda: None):
+                 flag_latency: float, observers: list, end_phase=lambda: None) -> None:
         """`end_phase` is called whenever every core has reached a SyncAll or the end, before
         the cores meet (the chip settles what the phase did to L2)."""
         self.cores = cores

@@ -112,7 +112,7 @@ class LaunchRecord:
 class SimulatedChip:
     """The backend the runtime talks to (nixl.backend.Backend): GM, the cores, launches."""
 
-    def __init__(self, chip: ChipSpec):
+    def __init__(self, chip: ChipSpec) -> None:
         self.chip = chip
         self.gm = GlobalMemory()
         self.version = CHIP_MODEL_VERSION

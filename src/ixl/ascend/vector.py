@@ -242,7 +242,7 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
 
 def _binary(op: str, fn, allowed=_ARITH):
     def instr(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, count_or_mask,
-              repeat_times: int | None = None, params: BinaryRepeatParams | None = None):
+              repeat_times: int | None = None, params: BinaryRepeatParams | None = None) -> None:
         for t in (dst, src0, src1):
             _check_dtype(op, t, allowed)
         _check_aligned(op, (dst, "dst"), (src0, "src0"), (src1, "src1"))
@@ -286,7 +286,7 @@ def _binary(op: str, fn, allowed=_ARITH):
 def _unary(op: str, fn, allowed=_FLOAT):
     """`fn(x, compute_dtype)` returns the result in the compute dtype."""
     def instr(dst: LocalTensor, src: LocalTensor, count_or_mask,
-              repeat_times: int | None = None, params: UnaryRepeatParams | None = None):
+              repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
         _check_dtype(op, dst, allowed)
         _check_dtype(op, src, allowed)
         _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
@@ -333,7 +333,7 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
 
 def _scalar_op(op: str, fn, allowed=_ARITH):
     def instr(dst: LocalTensor, src: LocalTensor, scalar, count_or_mask,
-              repeat_times: int | None = None, params: UnaryRepeatParams | None = None):
+              repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
         _check_dtype(op, dst, allowed)
         _check_dtype(op, src, allowed)
         cd = _compute_dtype(dst.dtype)

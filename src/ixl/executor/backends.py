@@ -76,7 +76,7 @@ class _Queue:
     again, alone, so a task that kills its worker is told apart from those that merely ran
     beside it; lost when alone, it is an error outcome."""
 
-    def __init__(self, tasks: Iterable[Task]):
+    def __init__(self, tasks: Iterable[Task]) -> None:
         self.todo = iter(tasks)
         self.next = next(self.todo, None)
         self.suspects: list[Task] = []
@@ -153,7 +153,7 @@ class ProcessPool(Backend):
     """`workers` local processes, started fresh ("spawn": they inherit no state of this one)
     and kept for the whole sweep, each with its own devices."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int) -> None:
         self.workers = workers
 
     def describe(self) -> str:
@@ -254,7 +254,7 @@ class RayCluster(Backend):
     is already initialised in this process (a notebook, a test), that cluster is used as is and
     left running. ixl must be installed on the cluster's nodes."""
 
-    def __init__(self, address: str = "auto"):
+    def __init__(self, address: str = "auto") -> None:
         self.address = address
         self.ray = import_ray()
         self._started = False

@@ -34,7 +34,7 @@ class ProgressBar(Observer):
     """A transient bar on stderr when stderr is a terminal; nothing otherwise (piped output
     and logs stay clean)."""
 
-    def __init__(self, title: str, label: Callable[[Task], str] = lambda task: task.id):
+    def __init__(self, title: str, label: Callable[[Task], str] = lambda task: task.id) -> None:
         self.title, self.label = title, label
         self.bar: Progress | None = None
 

@@ -36,7 +36,7 @@ class GGUFFile:
     """One GGUF file, opened once; tensors are dequantised on request (thread safe: the
     memory map is read only, the name index is built under a lock)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.reader = GGUFReader(str(self.path))
         self._lock = threading.Lock()

@@ -76,7 +76,7 @@ def _spec(schema, name: str, t: DeviceTensor) -> ArgSpec:
 class Device:
     def __init__(self, chip: str = "910B1", *, debug: bool | None = None,
                  timing_only: bool = False, record: bool = False,
-                 registry: Registry = REGISTRY):
+                 registry: Registry = REGISTRY) -> None:
         if not isinstance(chip, str):
             raise UnknownChipError(f"a chip is named by a string, one of {', '.join(CHIPS)}; "
                                    f"got {type(chip).__name__} {chip!r}")

@@ -70,7 +70,7 @@ class Registry:
     """The kernel library loads on first lookup, once, under a lock: a thread asking while
     another loads waits for every kernel instead of finding none and taking the shim."""
 
-    def __init__(self, load_library: bool = True):
+    def __init__(self, load_library: bool = True) -> None:
         """`load_library=False`: only what is registered into it, never the kernel library."""
         self._kernels: dict[str, KernelEntry] = {}
         self._loaded = not load_library

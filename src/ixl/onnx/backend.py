@@ -39,7 +39,7 @@ class IxlBackendRep(BackendRep):
     dims ({"sequence": (1, 512)}); `buckets` pads named dims up to a multiple."""
 
     def __init__(self, converted: Converted, chip: str = "910B1", debug: bool | None = None,
-                 dim_ranges: dict | None = None, buckets: dict | None = None):
+                 dim_ranges: dict | None = None, buckets: dict | None = None) -> None:
         self.converted = converted
         self.graph = converted.graph
         self.chip = chip

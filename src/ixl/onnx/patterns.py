@@ -34,7 +34,7 @@ class Match:
 class View:
     """Producers, consumers and constants of a graph, for matching."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.producer = {o: n for n in graph.nodes for o in n.outputs}
         self.uses: dict[str, int] = {}

@@ -110,7 +110,7 @@ class ChromeTrace(TimelineRecorder):
         trace = ChromeTrace(); dev.backend.attach(trace); dev.run_graph(...); trace.write(path)
     """
 
-    def __init__(self, max_slices: int = 5000):
+    def __init__(self, max_slices: int = 5000) -> None:
         super().__init__()
         self.max_slices = max_slices
         self.events: list[dict] = []

@@ -65,7 +65,7 @@ class Tuner:
     """Runs `op` (then `then`, if given) on empty tensors of a timing-only device."""
 
     def __init__(self, chip: str, op: str, specs: list[ArgSpec], attrs: dict | None = None,
-                 then: list[str] | None = None, progress=None):
+                 then: list[str] | None = None, progress=None) -> None:
         self.progress = progress or (lambda text: None)
         self.dev = Device(chip, timing_only=True)
         self.op, self.specs, self.attrs = op, specs, attrs or {}

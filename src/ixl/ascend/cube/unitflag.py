@@ -32,7 +32,7 @@ class UnitFlags:
     before it is timed, `done` after (with its own cycles), then `signal` once it has been
     reported to the observers."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.filled: dict[int, tuple] = {}      # buffer -> (start, end, units) of an Mmad (3)
         self.drained: dict[int, tuple] = {}     # buffer -> (start, end, units) of a Fixpipe (3)
 

@@ -25,7 +25,7 @@ class _Log:
 
     __slots__ = ("seqs", "entries")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.seqs: list[int] = []
         self.entries: list[tuple[int, int, str]] = []   # (lo, hi, instruction)
 
@@ -37,7 +37,7 @@ class _Log:
 class _Core(PipeClocks):
     """Clocks, access logs and freed buffers of one core."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         # space -> {(pipe index, writes?): log}; the logs of one space are checked together
         self.logs: dict[Space, dict[tuple[int, bool], _Log]] = defaultdict(dict)
@@ -56,7 +56,7 @@ class _Core(PipeClocks):
 
 
 class PipeHazards(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.cores: dict[int, _Core] = {}
 
     def launch_begin(self, launch: LaunchInfo) -> None:

@@ -8,7 +8,7 @@ from ..observe import GmRole, Instruction, LaunchInfo, Observer, Space
 
 
 class ReadOnlyInputs(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.launch: LaunchInfo | None = None
 
     def launch_begin(self, launch: LaunchInfo) -> None:

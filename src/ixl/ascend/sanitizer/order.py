@@ -29,7 +29,7 @@ class PipeClocks:
     """The vector clocks of one core: clock[p][q] = the instructions of pipe q (numbered from
     1 in program order) that pipe p is ordered after."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         n = len(PIPES)
         self.clock = [[0] * n for _ in range(n)]
         self.seen_s = [0] * n                       # the scalar clock version p last joined

@@ -42,7 +42,7 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 class _Moves:
     """One core's GM intervals in the current phase, per tensor root."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.reads: dict[int, list] = defaultdict(list)
         self.writes: dict[int, list] = defaultdict(list)
 
@@ -56,7 +56,7 @@ class _Order:
     each other core's pipes (joined at each cross-core wait), and the knowledge each of its
     sets carried."""
 
-    def __init__(self, cores):
+    def __init__(self, cores) -> None:
         self.clocks = {c: PipeClocks() for c in cores}
         self.known: dict = {c: [{}] for c in cores}       # core -> versions of its knowledge
         self.sets: dict = {c: [] for c in cores}          # core -> what each of its sets carried
@@ -91,7 +91,7 @@ class _Order:
 
 
 class CrossCoreRaces(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.moves: dict[int, _Moves] = {}
         self.names: dict[int, str] = {}
         self.order: _Order | None = None

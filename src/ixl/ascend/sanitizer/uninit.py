@@ -33,7 +33,7 @@ class _Shadow:
 
     __slots__ = ("defined", "origin", "base")
 
-    def __init__(self, nbytes: int, base: int = 0):
+    def __init__(self, nbytes: int, base: int = 0) -> None:
         self.defined = np.zeros(nbytes, np.uint8)
         self.origin: np.ndarray | None = None
         self.base = base
@@ -73,7 +73,7 @@ class _Shadow:
 
 
 class UninitReads(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.cores: dict[int, dict[Space, _Shadow]] = {}
         self.gm: dict[int, _Shadow] = {}
         self.roles: dict[int, GmRole] = {}
