@@ -19,6 +19,7 @@ from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from types import ModuleType
 
 from ..hixl import BadInput
 from .task import Outcome, Task, close_all, execute, failure, local_scope, one_line
@@ -57,7 +58,7 @@ class Backend(ABC):
 class InProcess(Backend):
     """One task after the other in this process (one item, `--workers 1`, tests)."""
 
-    def run(self, tasks):
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         store: dict = {}               # this sweep's devices and models, closed at its end
         try:
             for task in tasks:
@@ -180,10 +181,10 @@ class ProcessPool(Backend):
             raise
         return pool
 
-    def run(self, tasks):
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         queue = _Queue(tasks)
         pool = self._pool()
-        pending = {}
+        pending: dict = {}
         finished = False
         try:
             while True:
@@ -219,7 +220,7 @@ RAY_INSTALL = "pip install 'ixl[ray]'"
 CONNECT_SECONDS = 5.0       # [U] a cluster head answers a TCP connect in well under this
 
 
-def import_ray():
+def import_ray() -> ModuleType:
     """Ray, imported only when asked for (the optional extra)."""
     try:
         import ray
@@ -275,12 +276,12 @@ class RayCluster(Backend):
             self._started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
-    def run(self, tasks):
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         ray = self.ray
         self.connect()
         remote = ray.remote(execute).options(max_retries=1)   # once more if its worker dies
         queue = _Queue(tasks)
-        pending = {}
+        pending: dict = {}
         try:
             while True:
                 while queue and len(pending) < self.workers * (1 + QUEUED_PER_WORKER):

@@ -12,6 +12,7 @@ import dataclasses
 import itertools
 import threading
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -180,7 +181,8 @@ class Device:
             raise KernelStartFailed(f"kernel start failed: {role} ({t.name!r}) was freed")
 
     # ---- running ops ----
-    def run(self, op: str, *inputs: DeviceTensor, config: dict | None = None, **attrs):
+    def run(self, op: str, *inputs: DeviceTensor | None, config: dict | None = None,
+            **attrs: Any) -> DeviceTensor | tuple[DeviceTensor, ...]:
         """Run an op by name: the native kernel when it takes the case, else the shim."""
         with self._lock:
             return self._run(op, inputs, config, attrs)
