@@ -12,6 +12,7 @@ shape and dtype. Fused chains are not tuned here (`ixl tune OP --then OP2` tunes
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass, replace
 
@@ -161,7 +162,7 @@ def save(results: list[Tuned], chip: str) -> tuple[str | None, list[str]]:
     return path, clashes
 
 
-def cmd_tune_model(args) -> int:
+def cmd_tune_model(args: argparse.Namespace) -> int:
     given = [flag for flag, value in (("OP", args.op), ("--shape", args.shape),
                                       ("--then", args.then), ("--attr", args.attr)) if value]
     if given:

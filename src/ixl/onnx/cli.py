@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from .reference import compare_outputs, reference_outputs
 from .support import inspect_model
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add `onnx run` and `onnx inspect` to the `ixl` command's subparsers."""
     parser = subparsers.add_parser("onnx", help="run ONNX models on the simulated chip")
     sub = parser.add_subparsers(dest="onnx_command", required=True)
@@ -101,7 +102,7 @@ def random_input(spec, dims: dict[str, int], rng: np.random.Generator) -> np.nda
     return rng.uniform(-1, 1, shape).astype(dtype)
 
 
-def gather_feeds(rep: IxlBackendRep, args) -> dict[str, np.ndarray]:
+def gather_feeds(rep: IxlBackendRep, args: argparse.Namespace) -> dict[str, np.ndarray]:
     feeds = parse_inputs(args.input)
     declared = {s.name: s for s in rep.converted.inputs}
     unknown = sorted(set(feeds) - set(declared))
@@ -145,7 +146,7 @@ def parse_buckets(items: list[str]) -> dict[str, int]:
     return buckets
 
 
-def prepared(model, args) -> tuple[dict, IxlBackendRep]:
+def prepared(model, args: argparse.Namespace) -> tuple[dict, IxlBackendRep]:
     """The feeds, and the model as it will run (optimised for these input shapes, padded to
     their buckets, and fixed values unless --no-optimize)."""
     buckets = parse_buckets(args.bucket)
@@ -164,7 +165,7 @@ def prepared(model, args) -> tuple[dict, IxlBackendRep]:
     return feeds, IxlBackendRep(converted, args.chip, args.debug, buckets=buckets)
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     feeds, runner = prepared(model, args)
     results = runner.run({s.name: feeds[s.name] for s in runner.converted.inputs},
@@ -242,7 +243,7 @@ def print_by_op(rep: IxlBackendRep) -> None:
               f"native path")
 
 
-def cmd_inspect(args) -> int:
+def cmd_inspect(args: argparse.Namespace) -> int:
     report = inspect_model(load_model(args.model))
     table = Table(title=f"{args.model}: {report.nodes} nodes, opset {report.opset}")
     for col in ("ONNX op", "count", "status", "runs as"):
