@@ -9,10 +9,13 @@ Kernels never allocate GM.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ascend.chips import ChipSpec
 from ..ascend.gm import GlobalTensor
+
+if TYPE_CHECKING:
+    from ..ascend.core import AICore
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class KernelContext:
     task_ratio: int = 1           # AIVs per AIC, on an AIV of a mix kernel
 
     @classmethod
-    def of(cls, core, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
+    def of(cls, core: AICore, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
            ) -> KernelContext:
         """The context of the block `core` (the backend's core) runs now."""
         return cls(core.block_idx, core.block_num, tiling, chip, workspace,

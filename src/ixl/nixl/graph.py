@@ -12,6 +12,7 @@ slices move, which is how a KV cache allocated once is written in place step aft
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from . import log
 from .fusion import find_chain, run_chain
 from .record import RunRecord
 from .tensor import DeviceTensor
+
+if TYPE_CHECKING:
+    from .device import Device
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class Graph:
     donated: frozenset[str] = frozenset()     # inputs whose memory the run may overwrite
 
     def add(self, op: str, *inputs: str, outputs: tuple[str, ...] | None = None,
-            name: str = "", **attrs) -> str | tuple[str, ...]:
+            name: str = "", **attrs: Any) -> str | tuple[str, ...]:
         """Append a node; returns its output name(s) (generated unless given)."""
         schema = get_op(op)
         if outputs is None:
@@ -87,7 +91,7 @@ class GraphRecord:
         return sum(1 for r in self.runs if r.launch is not None)
 
 
-def in_place(device, graph: Graph, index: int, last_use: dict[str, int]) -> bool:
+def in_place(device: Device, graph: Graph, index: int, last_use: dict[str, int]) -> bool:
     """Whether node `index` is a ScatterND that may write into its data input: a donated graph
     input that no later node reads and the graph does not return, and no native kernel (a
     kernel would write a whole new output)."""
@@ -100,7 +104,8 @@ def in_place(device, graph: Graph, index: int, last_use: dict[str, int]) -> bool
             and device.registry.native("ScatterND") is None)
 
 
-def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
+def scatter_in_place(device: Device, node: Node, data: DeviceTensor, indices: DeviceTensor,
+                     updates: DeviceTensor) -> RunRecord:
     """ScatterND into `data`'s own memory: the host reads the indices and the updates and
     writes each run of consecutive slices into place (the shim's route, as ScatterND has no
     native kernel: those copies are its modeled time); the rest of `data` is not touched."""
@@ -140,7 +145,7 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
                      data.dtype, reason=reason, attrs=dict(node.attrs), host_us=host_us)
 
 
-def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
+def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
               ) -> tuple[dict, GraphRecord]:
     """Run `graph` node by node, or, with `fuse`, each chain of fusable elementwise nodes as
     one fused kernel."""
@@ -212,8 +217,10 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
             args = [env[n] if n else None for n in node.inputs]
             result = device.run(node.op, *args, **node.attrs)
             results = result if isinstance(result, tuple) else (result,)
-            device.last_profile.nodes = [node.name]
-            records.append(device.last_profile)
+            last = device.last_profile
+            assert last is not None                 # the run just made it
+            last.nodes = [node.name]
+            records.append(last)
             for k, t in enumerate(results):
                 name = node.outputs[k] if k < len(node.outputs) else ""
                 if name:
