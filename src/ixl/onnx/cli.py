@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import onnx
 from rich.table import Table
 
 from ..ascend import CHIPS
@@ -13,6 +15,7 @@ from ..console import out
 from ..files import load_npy
 from ..hixl import ArgSpec, BadInput, to_numpy
 from .backend import IxlBackend, IxlBackendRep, check_shape, load_model, pad_to_buckets
+from .convert import ValueSpec
 from .passes import optimize
 from .reference import compare_outputs, reference_outputs
 from .support import inspect_model
@@ -84,7 +87,7 @@ def parse_inputs(items: list[str]) -> dict[str, np.ndarray]:
             for name, file in _pairs(items, "--input", "NAME=FILE.npy").items()}
 
 
-def random_input(spec, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+def random_input(spec: ValueSpec, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
     shape = []
     for d in spec.shape:
         if isinstance(d, int):
@@ -146,7 +149,7 @@ def parse_buckets(items: list[str]) -> dict[str, int]:
     return buckets
 
 
-def prepared(model, args: argparse.Namespace) -> tuple[dict, IxlBackendRep]:
+def prepared(model: onnx.ModelProto, args: argparse.Namespace) -> tuple[dict, IxlBackendRep]:
     """The feeds, and the model as it will run (optimised for these input shapes, padded to
     their buckets, and fixed values unless --no-optimize)."""
     buckets = parse_buckets(args.bucket)
@@ -188,7 +191,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return status
 
 
-def print_check(names, results, expected, source: str, tolerance: float) -> int:
+def print_check(names: Sequence[str], results: Sequence[np.ndarray],
+                expected: Sequence[np.ndarray], source: str, tolerance: float) -> int:
     table = Table(title=f"ixl against {source}")
     for col in ("output", "shape", "max abs error", "cosine", "verdict"):
         table.add_column(col)

@@ -10,7 +10,7 @@ batch, hidden), Y_h and Y_c (directions, batch, hidden), or batch first with lay
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class Cell:
     clip: float | None
     acts: list[Activation]
 
-    def emit(self, op: str, *inputs: str, **attrs) -> str:
+    def emit(self, op: str, *inputs: str, **attrs: Any) -> str:
         out = self.ctx.fresh(op.lower())
         self.ctx.emit(op, list(inputs), [out], **attrs)
         return out
