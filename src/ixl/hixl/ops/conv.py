@@ -6,13 +6,14 @@ is what it means.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError, ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape
 from .matmul import TOLERANCES
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -121,7 +122,7 @@ def _conv(x, w, b=None, **attrs):
     return y if b is None else y + b.reshape(1, m, *(1,) * rank)
 
 
-def case(note, x, w, bias=True, **attrs) -> SampleCase:
+def case(note: str, x: Shape, w: Shape, bias: bool = True, **attrs: Any) -> SampleCase:
     return SampleCase(note, (x, w, (w[0],)) if bias else (x, w), attrs)
 
 

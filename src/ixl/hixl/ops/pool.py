@@ -7,14 +7,15 @@ AveragePool its mean over the real elements, or over the padded window with coun
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape
 from .window import pool_window, spatial, windows
 
 WINDOW_ATTRS = {
@@ -115,7 +116,7 @@ def _global(reduce):
 
 # ---- sample cases ----
 
-def case(note, x, kernel, **attrs) -> SampleCase:
+def case(note: str, x: Shape, kernel: Sequence[int], **attrs: Any) -> SampleCase:
     return SampleCase(note, (x,), {"kernel_shape": list(kernel), **attrs})
 
 

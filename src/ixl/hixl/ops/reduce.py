@@ -9,12 +9,24 @@ dtype's extreme) for max / min, -inf for the logarithms, NaN for the mean.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from typing import Any
+
 import numpy as np
 
 from ..database import register
 from ..dtypes import FLOATS, NUMERIC, to_numpy
 from ..errors import ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axes, normalize_axis
+from ..schema import (
+    ArgSpec,
+    Attr,
+    OpSchema,
+    SampleCase,
+    Shape,
+    host_value,
+    normalize_axes,
+    normalize_axis,
+)
 
 ATTRS = {
     "keepdims": Attr(int, 1, "keep reduced axes as size 1"),
@@ -22,14 +34,14 @@ ATTRS = {
 }
 
 
-def reduced_axes(op: str, rank: int, given, noop: int) -> tuple[int, ...] | None:
+def reduced_axes(op: str, rank: int, given: Sequence[int], noop: int) -> tuple[int, ...] | None:
     """The axes to reduce, sorted; None when the op is an identity."""
     if not len(given):
         return None if noop else tuple(range(rank))
     return tuple(sorted(normalize_axes(op, given, rank)))
 
 
-def reduced_shape(shape, axes, keepdims: int) -> tuple[int, ...]:
+def reduced_shape(shape: Sequence[int], axes: Collection[int], keepdims: int) -> tuple[int, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(shape)
                  if keepdims or i not in axes)
 
@@ -94,7 +106,8 @@ def _reducer(name: str):
     return reference
 
 
-def case(note: str, shape, axes=None, **attrs) -> SampleCase:
+def case(note: str, shape: Shape, axes: Sequence[int] | None = None, **attrs: Any
+         ) -> SampleCase:
     """A sample: data of `shape`, axes given as a host input unless None."""
     if axes is None:
         return SampleCase(note, (shape,), attrs)
@@ -129,7 +142,7 @@ def _product_inputs(schema, specs, rng, attrs):
     return [(sign * magnitude).astype(to_numpy(data.dtype))] + [None] * (len(specs) - 1)
 
 
-def reduction(name: str, doc: str, extra: tuple[str, ...] = (), **kw) -> OpSchema:
+def reduction(name: str, doc: str, extra: tuple[str, ...] = (), **kw: Any) -> OpSchema:
     return register(OpSchema(
         name=name, tier="A", family="reduce", inputs=("data", "axes"), dtypes=FLOATS,
         reference_fn=_reducer(name), infer_fn=_infer, samples=CASES, attrs=ATTRS,

@@ -8,6 +8,8 @@ Data is only moved, never computed, so every dtype is accepted.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +39,9 @@ def _values(schema: OpSchema, specs: list[ArgSpec]) -> list[tuple | None]:
             for n in schema.host_inputs]
 
 
-def shape_op(name: str, reference, infer, doc: str, inputs=("data",), samples=(), **kw):
+def shape_op(name: str, reference: Callable[..., Any], infer: Callable[..., list[ArgSpec]],
+             doc: str, inputs: tuple[str, ...] = ("data",), samples: Sequence[SampleCase] = (),
+             **kw: Any) -> OpSchema:
     """A data-movement op of tier C: any dtype; int64 host inputs."""
     kw.setdefault("constraints", MOVE_TYPES)
     kw.setdefault("type_of", {n: "I" for n in kw.get("host_inputs", ())})
@@ -117,7 +121,7 @@ def _infer_expand(schema, specs, attrs):
     return [ArgSpec(broadcast_shapes("Expand", [specs[0].shape, shape]), specs[0].dtype)]
 
 
-def squeezed(shape: tuple, axes) -> tuple[int, ...]:
+def squeezed(shape: tuple, axes: Sequence[int] | None) -> tuple[int, ...]:
     """The shape without the given axes (each of size 1), or without every size-1 axis."""
     if axes is None:
         return tuple(d for d in shape if d != 1)
@@ -129,7 +133,7 @@ def squeezed(shape: tuple, axes) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in drop)
 
 
-def unsqueezed(shape: tuple, axes) -> tuple[int, ...]:
+def unsqueezed(shape: tuple, axes: Sequence[int]) -> tuple[int, ...]:
     """The shape with size-1 axes at the given positions of the output."""
     rank = len(shape) + len(axes)
     new = normalize_axes("Unsqueeze", axes, rank)
@@ -151,7 +155,8 @@ def _axes_list(axes) -> list[int] | None:
 
 # ---- Slice ----
 
-def slice_bounds(shape: tuple, starts, ends, axes, steps) -> list[slice]:
+def slice_bounds(shape: tuple, starts: Sequence[int], ends: Sequence[int],
+                 axes: Sequence[int] | None, steps: Sequence[int] | None) -> list[slice]:
     """One slice per dim, with ONNX's clamping of starts and ends to the dim."""
     rank = len(shape)
     axes = normalize_axes("Slice", range(len(starts)) if axes is None else axes, rank)
@@ -323,7 +328,8 @@ shape_op("Squeeze", lambda data, axes=None: data.reshape(squeezed(data.shape, _a
                   _host_case("negative axes", [(1, 3, 1, 5), (1,)], axes=[-2]),
                   _host_case("axes omitted", [(1, 3, 1, 5)]),
                   _host_case("a dim of size 0", [(0, 1, 7), (1,)], axes=[1])])
-shape_op("Unsqueeze", lambda data, axes: data.reshape(unsqueezed(data.shape, _axes_list(axes))),
+shape_op("Unsqueeze",
+         lambda data, axes: data.reshape(unsqueezed(data.shape, axes.reshape(-1).tolist())),
          _infer_unsqueeze,
          "y = data with size-1 axes inserted at the given output positions",
          inputs=("data", "axes"), host_inputs=("axes",),
@@ -398,7 +404,8 @@ shape_op("Range", _range, _infer_range,
 
 # ---- Split, Tile, Pad, Trilu ----
 
-def split_sizes(shape: tuple, axis: int, split, num_outputs) -> list[int]:
+def split_sizes(shape: tuple, axis: int, split: Sequence[int] | None, num_outputs: int | None
+                ) -> list[int]:
     """The part sizes along axis: given by `split`, or num_outputs parts of ceil(dim / n) with a
     smaller last part (opset 18)."""
     dim = shape[axis]
@@ -448,7 +455,8 @@ def _infer_tile(schema, specs, attrs):
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-def pad_widths(shape: tuple, pads, axes) -> list[tuple[int, int]]:
+def pad_widths(shape: tuple, pads: Sequence[int], axes: Sequence[int] | None
+               ) -> list[tuple[int, int]]:
     """(before, after) per dim from ONNX pads (all begins, then all ends) over `axes`."""
     rank = len(shape)
     axes = list(range(rank)) if axes is None else list(normalize_axes("Pad", axes, rank))
