@@ -27,6 +27,7 @@ from .ubbanks import Operand, conflict_cycles, layout
 
 if TYPE_CHECKING:
     from .crosscore import CrossCoreWait, FlagBoard
+    from .gm import GlobalTensor
 
 _current = threading.local()
 
@@ -99,7 +100,7 @@ class CoreId(int):
         return CoreId, (self.kind, self.index)
 
 
-def as_core_id(core) -> CoreId:
+def as_core_id(core: int) -> CoreId:
     """A plain int id (as the vector-only code and tests give) as a CoreId."""
     if isinstance(core, CoreId):
         return core
@@ -283,7 +284,7 @@ class AICore:
             cycles += group + bank
         return self.timeline.issue(Pipe.V, name, cycles)
 
-    def gm_move(self, pipe: Pipe, name: str, gm, offset: int, count: int, width: int,
+    def gm_move(self, pipe: Pipe, name: str, gm: GlobalTensor, offset: int, count: int, width: int,
                 pitch: int, *, write: bool, aligned: bool, bursts: int | None = None,
                 latency: float | None = None, outer: int = 1, outer_pitch: int = 0) -> float:
         """Time one move between GM and the core (MTE2 in, MTE3 out, FIX out of L0C): `outer`

@@ -48,10 +48,15 @@ import enum
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .costs import cost_table
+
+if TYPE_CHECKING:
+    from .chips import ChipSpec
+    from .gm import GlobalTensor, Segment
 
 READ, WRITE, BYPASS_READ, INVALIDATE = "read", "write", "bypass read", "invalidate"
 BATCH_LINES = 8192        # one core's moves enter L2 in batches of this many line touches
@@ -115,7 +120,7 @@ def _count(idx) -> int:
 
 
 def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_pitch: int,
-               line: int):
+               line: int) -> slice | np.ndarray:
     """The lines touched by `outer` x `count` rows of `width` bytes (rows `pitch` apart, groups
     of rows `outer_pitch` apart) from byte `base` of a segment: a slice when contiguous, else
     a sorted array of distinct line numbers."""
@@ -180,8 +185,8 @@ class L2View:
         self._last: _Batch | None = None   # the latest move's batch, until it is timed
 
     # ---- a move ----
-    def access(self, gm, offset: int, count: int, width: int, pitch: int, outer: int = 1,
-               outer_pitch: int = 0, write: bool = False) -> tuple[int, int, int]:
+    def access(self, gm: GlobalTensor, offset: int, count: int, width: int, pitch: int,
+               outer: int = 1, outer_pitch: int = 0, write: bool = False) -> tuple[int, int, int]:
         """A move of `outer` x `count` rows of `width` bytes of `gm` from byte `offset` (rows
         `pitch` apart): returns (bytes L2 serves or absorbs, bytes HBM serves or takes, dirty
         bytes written back to make room)."""
@@ -319,7 +324,7 @@ class _Batch:
         return idx
 
 
-def l2_cache(chip) -> L2Cache:
+def l2_cache(chip: ChipSpec) -> L2Cache:
     """An empty L2 for `chip`, sized by its spec, lines and costs from its cost table."""
     raw = cost_table(chip.arch).raw["l2"]
     return L2Cache(chip.l2_bytes, raw["line_bytes"], raw["same_line_extra"])
@@ -437,7 +442,7 @@ class L2Cache:
             self.threshold = self.clock
             self.resident = 0
 
-    def invalidate(self, seg, offset: int, nbytes: int) -> None:
+    def invalidate(self, seg: Segment, offset: int, nbytes: int) -> None:
         """The host wrote GM [offset, offset + nbytes) of `seg` (by DMA, not through L2 [U]):
         L2's copies of those lines are dropped."""
         if getattr(seg, "l2", None) is None or nbytes <= 0:
@@ -446,7 +451,7 @@ class L2Cache:
             self._apply(seg, slice(offset // self.line, (offset + nbytes - 1) // self.line + 1),
                         INVALIDATE)
 
-    def drop(self, seg) -> None:
+    def drop(self, seg: Segment) -> None:
         """`seg` is unmapped: its lines leave L2 (dirty ones are not written back: the memory
         is gone)."""
         lines = getattr(seg, "l2", None)
@@ -457,7 +462,7 @@ class L2Cache:
             self._forget(lines.stamp[held], lines.stamp[held & lines.dirty])
             seg.l2 = None
 
-    def resident_bytes(self, seg=None) -> int:
+    def resident_bytes(self, seg: Segment | None = None) -> int:
         """Bytes L2 holds (of one segment, or in all)."""
         if seg is None:
             return self.resident * self.line

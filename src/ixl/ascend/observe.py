@@ -30,6 +30,7 @@ from .timeline import Pipe
 
 if TYPE_CHECKING:
     from .gm import GlobalTensor
+    from .simulator import LaunchRecord
 
 
 class Space(enum.Enum):
@@ -297,5 +298,5 @@ class Observer:
     def phase_end(self, phase: int) -> None:
         """Every core reached SyncAll number `phase` (or, for the last phase, the launch end)."""
 
-    def launch_end(self, record) -> None:
+    def launch_end(self, record: LaunchRecord) -> None:
         """The launch finished; `record` is its LaunchRecord."""

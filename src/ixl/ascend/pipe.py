@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..intmath import round_up
 from .core import AICore, current_core
 from .errors import BufferOverflow, IllegalInstruction, ResourceLimit, UbOverflow
-from .observe import Access, Space, SyncKind
+from .observe import Access, Elems, Space, SyncKind
 from .timeline import Pipe
+
+if TYPE_CHECKING:
+    from .sync import HardEvent
 
 
 class TPosition(enum.Enum):
@@ -79,11 +84,11 @@ class LocalTensor:
 
     __slots__ = ("core", "offset", "dtype", "count", "position", "itemsize", "slot", "space")
 
-    def __init__(self, core: AICore, offset: int, dtype, count: int, position: TPosition,
+    def __init__(self, core: AICore, offset: int, dtype: DTypeLike, count: int, position: TPosition,
                  slot: _Slot | None = None) -> None:
         self.core = core
         self.offset = offset
-        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.dtype: np.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.itemsize = self.dtype.itemsize
         self.count = count
         self.position = position
@@ -103,13 +108,14 @@ class LocalTensor:
         return LocalTensor(self.core, self.offset + offset * self.itemsize, self.dtype,
                            self.count - offset, self.position, self.slot)
 
-    def reinterpret(self, dtype) -> LocalTensor:
+    def reinterpret(self, dtype: DTypeLike) -> LocalTensor:
         """ReinterpretCast: the same bytes seen as another type."""
         dtype = np.dtype(dtype)
         return LocalTensor(self.core, self.offset, dtype, self.nbytes // dtype.itemsize,
                            self.position, self.slot)
 
-    def access(self, elems, role: str, const: bool = False, bits: bool = False) -> Access:
+    def access(self, elems: Elems | np.integer, role: str, const: bool = False,
+               bits: bool = False) -> Access:
         """The operand an instruction reports to the core's observers (see observe.Access)."""
         return Access(self.space, self.offset, self.itemsize, elems, role, const, bits=bits)
 
@@ -130,7 +136,7 @@ class LocalTensor:
     def numpy(self) -> np.ndarray:
         return self.view().copy()
 
-    def get_value(self, index: int):
+    def get_value(self, index: int) -> float:
         """GetValue: the scalar unit reads one element (order it after the write with a
         flag to PIPE_S, e.g. MTE2_S, as on the chip)."""
         if not 0 <= index < self.count:
@@ -174,7 +180,7 @@ class TQue:
         self._next = 0
         self.core: AICore | None = None
 
-    def alloc_tensor(self, dtype) -> LocalTensor:
+    def alloc_tensor(self, dtype: DTypeLike) -> LocalTensor:
         """AllocTensor: take the next free slot; waits for the consumer to have freed it."""
         core = self.core
         if core is None:
@@ -271,7 +277,7 @@ class TBuf:
         self.offset = 0
         self.nbytes = 0
 
-    def get(self, dtype, count: int | None = None) -> LocalTensor:
+    def get(self, dtype: DTypeLike, count: int | None = None) -> LocalTensor:
         if self.core is None:
             raise IllegalInstruction("TBuf.get on a buffer that pipe.init_buffer never set up")
         dtype = np.dtype(dtype)
@@ -361,7 +367,7 @@ class TPipe:
         self.queue_buffers[que.position] = used
         self.event_ids[pair] = taken
 
-    def alloc_event_id(self, event) -> int:
+    def alloc_event_id(self, event: HardEvent) -> int:
         """AllocEventID<event>(): an event id of that pipe pair that no queue of this pipe uses,
         for a kernel's own set_flag/wait_flag. A hard-coded id may be one a queue's slot
         already uses for enque/deque, and a wait then takes the queue's flag, not the kernel's."""
@@ -380,7 +386,7 @@ class TPipe:
             q.destroy()
 
 
-def local_tensor(position: TPosition, dtype, byte_addr: int, count: int) -> LocalTensor:
+def local_tensor(position: TPosition, dtype: DTypeLike, byte_addr: int, count: int) -> LocalTensor:
     """LocalTensor<T>(TPosition, addr, len): a tensor at a fixed address of the position's
     memory, with no queue (the basic-API style, ordered by set_flag/wait_flag) [BPB]. Its
     start must be aligned as the memory requires and it must fit in it (an instruction

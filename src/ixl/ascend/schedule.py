@@ -16,6 +16,7 @@ order the host runs the cores in.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -89,7 +90,8 @@ class Runner:
     """Runs every block of a launch on its core; interleaves cores that wait for each other."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list, end_phase=lambda: None) -> None:
+                 flag_latency: float, observers: list,
+                 end_phase: Callable[[], None] = lambda: None) -> None:
         """`end_phase` is called whenever every core has reached a SyncAll or the end, before
         the cores meet (the chip settles what the phase did to L2)."""
         self.cores = cores
@@ -102,7 +104,7 @@ class Runner:
         self.phase = 0
         self.end_phase = end_phase
 
-    def run(self, body, threads: int) -> None:
+    def run(self, body: Callable[[], object], threads: int) -> None:
         def first(core: AICore) -> None:
             with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
                 self._run_blocks(core, body)

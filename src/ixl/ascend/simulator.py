@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .chips import ChipSpec
 from .core import AICore, CoreId, CoreKind, Mode, as_core_id, memory_bytes
@@ -128,6 +129,7 @@ class SimulatedChip:
     def unmap(self, addr: int) -> None:
         seg = self.gm.segment_at(addr)
         self.gm.unmap(addr)
+        assert seg is not None                      # gm.unmap checked addr is mapped
         self.l2.drop(seg)
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
@@ -149,7 +151,7 @@ class SimulatedChip:
     def mapped(self, addr: int) -> bool:
         return self.gm.segment_at(addr) is not None
 
-    def window(self, addr: int, dtype, count: int, name: str) -> GlobalTensor:
+    def window(self, addr: int, dtype: DTypeLike, count: int, name: str) -> GlobalTensor:
         """A kernel argument: a typed window of GM, checked on every access."""
         return GlobalTensor(self.gm, addr, dtype, count, name)
 

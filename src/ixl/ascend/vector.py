@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -25,6 +26,10 @@ from .errors import AicoreOutOfBound, IllegalInstruction
 from .pipe import LocalTensor
 from .timeline import Pipe
 from .ubbanks import Operand
+
+# A vector instruction's lanes: a count (the count form), or a mask (an int in continuous
+# mode, [low, high] 64-bit words in bitwise mode) with repeat_times.
+CountOrMask = int | Sequence[int]
 
 F16, F32, I16, I32 = (np.dtype(t) for t in (np.float16, np.float32, np.int16, np.int32))
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -389,8 +394,9 @@ rsqrt = _unary("rsqrt", _rsqrt)
 relu = _unary("relu", lambda x, cd: np.maximum(x, cd.type(0), dtype=cd), _FLOAT | {I32})
 
 
-def duplicate(dst: LocalTensor, scalar, count_or_mask, repeat_times: int | None = None,
-              dst_blk_stride: int = 1, dst_rep_stride: int = 8) -> None:
+def duplicate(dst: LocalTensor, scalar: float, count_or_mask: CountOrMask,
+              repeat_times: int | None = None, dst_blk_stride: int = 1,
+              dst_rep_stride: int = 8) -> None:
     """Duplicate: fill with a scalar (count form, or mask/repeat form with dst strides)."""
     _check_dtype("duplicate", dst, _ARITH)
     value = dst.dtype.type(scalar)
@@ -467,7 +473,7 @@ def round_to(x: np.ndarray, dst: np.dtype, mode: RoundMode) -> np.ndarray:
     return np.where(back == x, nearest, odd)
 
 
-def cast(dst: LocalTensor, src: LocalTensor, round_mode: RoundMode, count_or_mask,
+def cast(dst: LocalTensor, src: LocalTensor, round_mode: RoundMode, count_or_mask: CountOrMask,
          repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
     """Cast(dst, src, roundMode, count) or the mask/repeat form."""
     allowed = CAST_PATHS.get((src.dtype, dst.dtype))
@@ -591,7 +597,8 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
                                                                    (src1, "src1"))))
 
 
-def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, count: int) -> None:
+def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar: float, mode: CmpMode,
+                   count: int) -> None:
     """CompareScalar(dst, src, scalar, cmpMode, count)."""
     _check_dtype("compare", src, _FLOAT)
     _check_aligned("compare_scalar", (dst, "dst"), (src, "src"))
@@ -605,7 +612,8 @@ def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, co
         core.observe(Pipe.V, "compare_scalar", *_bit_operands(count, dst, ((src, "src"),)))
 
 
-def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: int) -> None:
+def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1: LocalTensor | float,
+           count: int) -> None:
     """Select(dst, selMask, src0, src1, count): src0 where the mask bit is 1, else src1
     (a tensor, or a scalar as in VSEL_TENSOR_SCALAR_MODE)."""
     _check_dtype("select", mask, _MASK)

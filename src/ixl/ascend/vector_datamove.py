@@ -58,7 +58,7 @@ def _check_disjoint(op: str, dst: LocalTensor, dst_elems: int, *srcs) -> None:
 _INDEX_TYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.int16, np.int32))
 
 
-def create_vec_index(dst: LocalTensor, first_value, count: int) -> None:
+def create_vec_index(dst: LocalTensor, first_value: float, count: int) -> None:
     """CreateVecIndex(dst, firstValue, count): dst[i] = first_value + i."""
     op = "create_vec_index"
     if dst.dtype not in _INDEX_TYPES:

@@ -19,6 +19,7 @@ the Fixpipe's 128 B/cycle [CUBEPERF].
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -58,9 +59,10 @@ def set_fix_pipe_config(params: LocalTensor) -> None:
         local(params, (Space.FB,), "set_fix_pipe_config", "params")
 
 
-def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
+def fixpipe(dst: Any, src: LocalTensor, params: FixpipeParamsV220,
             config: FixpipeConfig = CFG_ROW_MAJOR) -> None:
-    """Fixpipe<dstT, srcT, config>(dst, src, FixpipeParamsV220)."""
+    """Fixpipe<dstT, srcT, config>(dst, src, FixpipeParamsV220): dst a GlobalTensor or an L1
+    LocalTensor (checked below)."""
     what = "fixpipe"
     src = local(src, (Space.L0C,), what, "src")
     to_gm = isinstance(dst, GlobalTensor)

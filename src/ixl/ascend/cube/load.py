@@ -37,7 +37,9 @@ class IsResetLoad3dConfig:
     is_set_padding: bool = True
 
 
-def load_data(dst: LocalTensor, src, params, config: IsResetLoad3dConfig | None = None) -> None:
+def load_data(dst: LocalTensor, src: LocalTensor | GlobalTensor,
+              params: LoadData2DParams | LoadData3DParamsV2,
+              config: IsResetLoad3dConfig | None = None) -> None:
     """LoadData(dst, src, LoadData2DParams | LoadData3DParamsV2)."""
     if isinstance(params, LoadData2DParams):
         _load_2d(dst, src, params)
@@ -204,7 +206,7 @@ def set_fmatrix(l1_h: int, l1_w: int, pad_list: tuple[int, int, int, int]) -> No
     register_write("set_fmatrix").fmatrix = (l1_h, l1_w, tuple(pad_list))
 
 
-def set_load_data_padding_value(value) -> None:
+def set_load_data_padding_value(value: float) -> None:
     """SetLoadDataPaddingValue: the value padding positions take in later 3-D loads."""
     register_write("set_load_data_padding_value").padding_value = value
 

@@ -10,6 +10,8 @@ cycle, or at 8 as HF32 after set_hf32_mode(True), which rounds their mantissas t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...intmath import round_up
@@ -65,9 +67,10 @@ def to_hf32(x: np.ndarray, round_even: bool = True) -> np.ndarray:
     return np.where(finite, rounded, u).view(np.float32)
 
 
-def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
+def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params: Any,
          params: MmadParams | None = None) -> None:
-    """Mmad(dst, a, b, MmadParams) or Mmad(dst, a, b, bias, MmadParams)."""
+    """Mmad(dst, a, b, MmadParams) or Mmad(dst, a, b, bias, MmadParams) (bias_or_params is
+    either, checked below)."""
     what = "mmad"
     bias = None
     if params is None:

@@ -16,6 +16,7 @@ What orders two instructions on the chip:
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Sequence
 
 from ..observe import Sync, SyncKind
 from ..timeline import Pipe
@@ -47,7 +48,7 @@ class PipeClocks:
             self.seen_s[p] = self.s_version
         return clock
 
-    def join(self, p: int, other) -> None:
+    def join(self, p: int, other: Sequence[int]) -> None:
         clock = self.clock[p]
         for q, v in enumerate(other):
             if v > clock[q]:
