@@ -61,7 +61,7 @@ def _unique(ids: list) -> tuple:
 class FusedAxisKernel(AxisKernel):
     """An axis kernel with elementwise bodies before its op (computing x) and after it."""
 
-    def __init__(self, ctx: KernelContext, op: AxisOp, fusion: Fusion, inputs: tuple, y):
+    def __init__(self, ctx: KernelContext, op: AxisOp, fusion: Fusion, inputs: tuple, y) -> None:
         """`inputs`: the kernel's inputs by value id (the bodies' tiles and scalars)."""
         params = [None if i is None else inputs[i] for i in fusion.params]
         params += [None] * (op.params - len(params))          # omitted trailing parameters

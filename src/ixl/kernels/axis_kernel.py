@@ -62,7 +62,7 @@ class StatOutputs:
     """The statistics outputs of the units (a reduction's result, LayerNorm's mean and
     inv_std): each unit's values converted into a slot of the stat queue and copied out."""
 
-    def __init__(self, op: AxisOp, queue, gm: list, sdt: np.dtype, cap: int):
+    def __init__(self, op: AxisOp, queue, gm: list, sdt: np.dtype, cap: int) -> None:
         self.op, self.queue, self.gm, self.sdt, self.cap = op, queue, gm, sdt, cap
 
     def _regions(self, slot) -> list:
@@ -104,7 +104,7 @@ class AxisKernel:
     """One block of an axis kernel: its pipe, queues and buffers, and the unit loop."""
 
     def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list, y,
-                 stat_outs: list, fusion: Fusion = PLAIN):
+                 stat_outs: list, fusion: Fusion = PLAIN) -> None:
         """Init: every buffer of the UB plan. `xs`: the GM tensors loaded as tiles (x, or a
         fusion's prologue inputs); `params`: the parameter vectors (None: omitted)."""
         tiling: AxisTiling = ctx.tiling

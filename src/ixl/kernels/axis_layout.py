@@ -51,7 +51,7 @@ class Tile:
     """`rows` rows of `count` elements in UB (compute dtype) at the layout's pitch, with the
     reductions and broadcasts along the reduced axis."""
 
-    def __init__(self, kernel, rows: int, count: int):
+    def __init__(self, kernel, rows: int, count: int) -> None:
         self.kernel, self.layout = kernel, kernel.layout
         self.rows, self.count = rows, count
         self.pitch = self.layout.pitch(kernel, count)
@@ -303,7 +303,7 @@ def _combine_blocks(reducer, x, first: int, count: int, rows: int, pitch: int) -
     chip = x.core.chip
     blk = chip.block_elems(x.itemsize)
 
-    def combine(d, s_, count_or_mask, n=None, p=None):
+    def combine(d, s_, count_or_mask, n=None, p=None) -> None:
         binary = p and asc.BinaryRepeatParams(1, 1, 1, p.dst_rep_stride, p.dst_rep_stride,
                                               p.src_rep_stride)
         reducer.combine(d, d, s_, count_or_mask, n, binary)

@@ -171,7 +171,7 @@ class ChannelNormQueues:
     parameter queues, the float32 work tiles, the sums the statistics fold through, the
     per-channel vectors and the spread coefficients."""
 
-    def __init__(self, ctx: KernelContext, x, params: list, y):
+    def __init__(self, ctx: KernelContext, x, params: list, y) -> None:
         """Init: queues and buffers (the UB plan of `_ub`), the scalar unit's events."""
         t: ChannelTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.params, self.y = ctx, t, ctx.chip, x, params, y
@@ -217,7 +217,7 @@ class ChannelNormQueues:
 class ChannelNormKernel(ChannelNormQueues):
     """One core's units: (sample, group of channels, segment of their rows)."""
 
-    def __init__(self, ctx: KernelContext, x, params: list, y):
+    def __init__(self, ctx: KernelContext, x, params: list, y) -> None:
         """Init: the queues and buffers; BatchNormalization's coefficients for every
         channel."""
         super().__init__(ctx, x, params, y)

@@ -46,7 +46,7 @@ from .version import BUILT_FOR_RUNTIME
 class ConvKernel(MatmulKernel):
     """One AIC's share of the output tiles of the img2col product."""
 
-    def __init__(self, ctx: KernelContext, ct: ConvTiling, x_map, w_rows, y, bias=None):
+    def __init__(self, ctx: KernelContext, ct: ConvTiling, x_map, w_rows, y, bias=None) -> None:
         self.ct = ct
         super().__init__(ctx, ct.gemm, w_rows, x_map, y)
         self.bias_rows = bias

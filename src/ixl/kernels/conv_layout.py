@@ -92,7 +92,7 @@ class LayoutKernel:
     robin over the vector cores; then every core meets at a SyncAll (the Cube starts)."""
 
     def __init__(self, ctx: KernelContext, geo: ConvGeometry, plan: LayoutPlan, x, w,
-                 x_map, w_rows):
+                 x_map, w_rows) -> None:
         self.ctx, self.geo, self.p = ctx, geo, plan
         self.x, self.w, self.x_map, self.w_rows = x, w, x_map, w_rows
         self.dtype = to_numpy(plan.dtype)

@@ -268,7 +268,7 @@ class RowTile(NamedTuple):
 class ElementwiseKernel:
     """One block of an elementwise program over a contiguous range of the output."""
 
-    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor) -> None:
         """Init: the pipe, a queue per streamed input and the output's, scratch in the compute
         dtype, the scalar operands read, the inputs built once."""
         tiling: ElementwiseTiling = ctx.tiling
@@ -436,7 +436,7 @@ class RowKernel(ElementwiseKernel):
     """The row layout (some input broadcasts): tiles of whole output rows, or of segments of
     rows too long for a tile, in padded row layout."""
 
-    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor) -> None:
         """Init as the flat kernel, plus the event id that orders a row's spread after its
         copy-in (a flag of its own: the queues' ids are taken by their enque/deque)."""
         super().__init__(ctx, srcs, dst)

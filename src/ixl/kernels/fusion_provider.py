@@ -24,7 +24,7 @@ from .version import BUILT_FOR_RUNTIME
 class FusedKernels:
     """Fused kernels for the fusion pass: a program of bodies, or bodies around an anchor."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._cache: dict[str, KernelEntry] = {}
         self._anchors: dict[str, Callable[..., dict]] = {}
         self._lock = threading.Lock()          # devices on several threads share the cache

@@ -64,7 +64,7 @@ class CubeQueues:
     shares: L1 chunks of A and B (A1, B1), L0A and L0B (A2, B2), the L0C tiles and the bias
     path (L1 -> BiasTable); one Mmad, from the bias row or not."""
 
-    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
+    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None) -> None:
         self.t, self.ctx, self.a, self.b, self.out, self.bias_gm = t, ctx, a, b, out, bias
         self.shape = t.shape
         self.dtype = to_numpy(t.shape.dtype)
@@ -298,7 +298,7 @@ class SplitKMatmulKernel(MatmulKernel):
     """A product cut along K (the tiling's k_splits > 1): units of (tile, part of K), their
     float32 partial rows summed after a SyncAll."""
 
-    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
+    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None) -> None:
         super().__init__(ctx, t, a, b, out, bias)
         self.partials = ctx.planned_workspace.reinterpret(F32)
 

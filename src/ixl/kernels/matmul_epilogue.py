@@ -99,7 +99,8 @@ def plan_vector_side(epilogue: Epilogue, in_descs: list, out: TensorDesc, mm: Ma
 class EpilogueKernel(RowKernel):
     """One AIV of a mix kernel: its half of the rows of each tile its AIC finishes."""
 
-    def __init__(self, ctx: KernelContext, mm: MatmulTiling, srcs: list, y: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, mm: MatmulTiling, srcs: list,
+                 y: asc.GlobalTensor) -> None:
         """`srcs`: the workspace (the product's float32 tiles) and the program's inputs."""
         super().__init__(replace(ctx, tiling=mm.vector), srcs, y)
         self.mm, self.ctx = mm, ctx

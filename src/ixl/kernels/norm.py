@@ -52,7 +52,7 @@ class Softmax(AxisOp):
     def needs_aux(self, layout):
         return layout == "column"      # the column reduction must not overwrite x
 
-    def first(self, tile, x, st, n):
+    def first(self, tile, x, st, n) -> None:
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
@@ -62,14 +62,14 @@ class Softmax(AxisOp):
 
     merge = staticmethod(_online_merge)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile, st, n) -> None:
         asc.reciprocal(st[1], st[1], tile.nstat)
 
-    def prepare(self, tile, x, st):
+    def prepare(self, tile, x, st) -> None:
         tile.apply(asc.sub, x, x, st[0])
         asc.exp(x, x, tile.size)
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile, y, x, st) -> None:
         tile.apply(asc.mul, y, x, st[1])
 
 
@@ -80,7 +80,7 @@ class LogSoftmax(AxisOp):
     def needs_aux(self, layout):
         return True                    # exp(x - max) goes beside x, which the output needs
 
-    def first(self, tile, x, st, n):
+    def first(self, tile, x, st, n) -> None:
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
@@ -90,13 +90,13 @@ class LogSoftmax(AxisOp):
 
     merge = staticmethod(_online_merge)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile, st, n) -> None:
         asc.ln(st[1], st[1], tile.nstat)
 
-    def prepare(self, tile, x, st):
+    def prepare(self, tile, x, st) -> None:
         tile.apply(asc.sub, x, x, st[0])
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile, y, x, st) -> None:
         tile.apply(asc.sub, y, x, st[1])
 
 
@@ -116,7 +116,7 @@ class LayerNorm(AxisOp):
     def needs_aux(self, layout):
         return True
 
-    def first(self, tile, x, st, n):
+    def first(self, tile, x, st, n) -> None:
         mean, m2 = st
         tile.reduce("sum", x, mean)
         asc.muls(mean, mean, 1.0 / n, tile.nstat)
@@ -124,7 +124,7 @@ class LayerNorm(AxisOp):
         asc.mul(tile.aux, x, x, tile.size)
         tile.reduce("sum", tile.aux, m2, keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile, acc, seg, tmp, n_acc, n_seg) -> None:
         """Chan et al.: mean += d * nb / n; M2 += M2b + d^2 * na * nb / n, d = mean_b - mean."""
         (ma, qa), (mb, qb), k = acc, seg, tile.nstat
         n = n_acc + n_seg
@@ -136,13 +136,13 @@ class LayerNorm(AxisOp):
         asc.add(qa, qa, qb, k)
         asc.add(qa, qa, tmp, k)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile, st, n) -> None:
         _inv_rms(tile, st[1], n)
 
-    def prepare(self, tile, x, st):
+    def prepare(self, tile, x, st) -> None:
         tile.apply(asc.sub, x, x, st[0])
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile, y, x, st) -> None:
         tile.apply(asc.mul, y, x, st[1])
         scale, bias = tile.params
         if scale is not None:
@@ -158,17 +158,17 @@ class RMSNorm(AxisOp):
     def needs_aux(self, layout):
         return True
 
-    def first(self, tile, x, st, n):
+    def first(self, tile, x, st, n) -> None:
         asc.mul(tile.aux, x, x, tile.size)
         tile.reduce("sum", tile.aux, st[0], keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile, acc, seg, tmp, n_acc, n_seg) -> None:
         asc.add(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile, st, n) -> None:
         _inv_rms(tile, st[0], n)
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile, y, x, st) -> None:
         tile.apply(asc.mul, y, x, st[0])
         scale, = tile.params
         if scale is not None:

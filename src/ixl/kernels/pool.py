@@ -207,7 +207,7 @@ class PoolQueues:
     indices; the pooled, spread, tap and row buffers in float32), and the output
     conversions: values to the output type, float indices to int64."""
 
-    def __init__(self, ctx: KernelContext, x, y, indices=None):
+    def __init__(self, ctx: KernelContext, x, y, indices=None) -> None:
         """Init: the queues and buffers of the UB plan."""
         t: PoolTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.y, self.idx_gm = ctx, t, ctx.chip, x, y, indices
@@ -278,7 +278,7 @@ class PoolQueues:
 class PoolKernel(PoolQueues):
     """One core's units: (plane, band of output positions along the first dim)."""
 
-    def __init__(self, ctx: KernelContext, x, y, indices=None):
+    def __init__(self, ctx: KernelContext, x, y, indices=None) -> None:
         """Init: the queues and buffers; the spread rows' padding, MaxPool's column of each
         spread block, AveragePool's reciprocal counts along the last dim."""
         super().__init__(ctx, x, y, indices)

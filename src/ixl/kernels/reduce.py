@@ -38,7 +38,7 @@ class Reduce(AxisOp):
     stat_outputs = ((0, None),)
 
     def __init__(self, kind: str, mean: bool = False, pre: str = "", post: str = "",
-                 empty: float | None = None):
+                 empty: float | None = None) -> None:
         self.kind, self.mean, self.pre, self.post = kind, mean, pre, post
         self.pad = REDUCERS[kind].identity
         self.empty = (np.nan if mean else REDUCERS[kind].identity if empty is None else empty,)
@@ -46,15 +46,15 @@ class Reduce(AxisOp):
     def needs_aux(self, layout):
         return self.kind == "prod"     # unsaturate's scratch
 
-    def first(self, tile, x, st, n):
+    def first(self, tile, x, st, n) -> None:
         if self.pre:                  # the pad lanes hold 0, which abs and square keep
             MAPS[self.pre](x, x, tile.size)
         tile.reduce(self.kind, x, st[0], keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile, acc, seg, tmp, n_acc, n_seg) -> None:
         REDUCERS[self.kind].combine(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile, st, n) -> None:
         if self.mean:
             asc.muls(st[0], st[0], 1.0 / n, tile.nstat)
         if self.post:
@@ -72,7 +72,7 @@ class LogSumExp(Softmax):
     stat_outputs = ((1, None),)
     empty = (-np.inf,)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile, st, n) -> None:
         m, s = st
         asc.ln(s, s, tile.nstat)
         asc.add(s, s, m, tile.nstat)

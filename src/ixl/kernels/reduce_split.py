@@ -84,7 +84,7 @@ class SplitReduceKernel:
     """One core's chunk of a row: its float32 partial, then (a row's first core) the row's
     combination."""
 
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
         """Init: the chunk's window, an input queue, a float32 accumulator and copy."""
         tiling: SplitTiling = ctx.tiling
         self.ctx, self.tiling, self.chip, self.y = ctx, tiling, ctx.chip, y

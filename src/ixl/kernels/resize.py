@@ -231,7 +231,7 @@ def _ub(t: ResizeTiling, band: int, rows_in: int, s_isz: int, chip: ChipSpec) ->
 class ResizeKernel:
     """One core's units: (plane, band of output rows)."""
 
-    def __init__(self, ctx: KernelContext, x, y):
+    def __init__(self, ctx: KernelContext, x, y) -> None:
         t: ResizeTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.y = ctx, t, ctx.chip, x, y
         self.sdt = to_numpy(t.dtype)

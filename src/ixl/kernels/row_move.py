@@ -309,7 +309,7 @@ class RowMoveKernel:
 
     merge_runs = True       # rows evenly spaced in GM share one copy (False: a copy per row)
 
-    def __init__(self, ctx: KernelContext, gm: tuple):
+    def __init__(self, ctx: KernelContext, gm: tuple) -> None:
         """Init: the pipe, an input and an output queue, the pad block, the offset tables of
         the row maps."""
         tiling: RowMoveTiling = ctx.tiling

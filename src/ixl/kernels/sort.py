@@ -153,7 +153,7 @@ class SortQueues:
 
     high_blocks: asc.LocalTensor    # the radix sort's: an int64's high words, a block each
 
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple) -> None:
         """Init: an input queue, two output queues (values, indices), the two list buffers
         (the scores and positions start in the second), a running list when rows take
         several chunks, and the Gather offsets and staging a strided or reversed read needs."""
@@ -414,7 +414,7 @@ class RadixSortKernel(SortKernel):
     positions, and the digits still to come, follow each pass's order (vector Gather). The
     last pass keeps k. Rows are one chunk."""
 
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple) -> None:
         super().__init__(ctx, x, outs)
         c, digits = self.tiling.chunk, self.tiling.digits
         self.digit_rows = self._buf(digits * c * 4).reinterpret(np.float32)

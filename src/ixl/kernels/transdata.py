@@ -91,7 +91,7 @@ def plan(ins: list[TensorDesc], outs: list[TensorDesc], attrs: dict, chip: ChipS
 # ---------------------------------------------------------------- the device kernel
 
 class TransDataKernel:
-    def __init__(self, ctx: KernelContext, x, y):
+    def __init__(self, ctx: KernelContext, x, y) -> None:
         t: TransDataTiling = ctx.tiling
         self.t, self.x, self.y = t, x, y
         self.dtype = to_numpy(t.dtype)

@@ -152,7 +152,7 @@ class Block(NamedTuple):
 
 
 class TransposeKernel:
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
         tiling: TransposeTiling = ctx.tiling
         self.ctx, self.tiling, self.x, self.y = ctx, tiling, x, y
         self.dtype = to_numpy(tiling.dtype)

@@ -46,7 +46,7 @@ class WideScratch:
     """The scratch the conversions share, for tiles of up to `cap` elements (a multiple of
     the float16 lanes)."""
 
-    def __init__(self, pipe: asc.TPipe, cap: int):
+    def __init__(self, pipe: asc.TPipe, cap: int) -> None:
         self.cap = cap
 
         def buf(nbytes: int, dtype) -> asc.LocalTensor:
