@@ -22,7 +22,8 @@ class BodyArgs:
 
     __slots__ = ("y", "xs", "tmp", "n", "nv", "attrs")
 
-    def __init__(self, y: asc.LocalTensor, xs: list, tmp: list, n: int, nv: int, attrs: dict) -> None:
+    def __init__(self, y: asc.LocalTensor, xs: list, tmp: list, n: int, nv: int,
+                 attrs: dict) -> None:
         self.y, self.xs, self.tmp, self.n, self.nv, self.attrs = y, xs, tmp, n, nv, attrs
 
 
