@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ascend import lang as asc
+from ..ascend.chips import ChipSpec
 from ..hixl.dtypes import to_numpy
 from ..hixl.schema import normalize_axis
 from ..intmath import round_up
@@ -147,7 +148,8 @@ class RowLookupKernel(RowMoveKernel):
         return offsets
 
 
-def lookup_plan(part: Part, lookup: Lookup, ins, outs, chip, config):
+def lookup_plan(part: Part, lookup: Lookup, ins: list, outs: list, chip: ChipSpec,
+                config: TuningConfig | None) -> LaunchPlan:
     """The row-move plan with an index window: all the indices when they fit the budget, else
     a tile's worth (and a block to start the wrapped piece on)."""
     idx = ins[1]

@@ -61,7 +61,7 @@ def scalar_inputs(steps: tuple[Step, ...]) -> set[int]:
     return out
 
 
-def resolve_program(steps, values: dict) -> list[tuple]:
+def resolve_program(steps: tuple[Step, ...], values: dict) -> list[tuple]:
     """Per step, once per block: body, data value ids, attributes with the scalar operands'
     values filled in."""
     out = []

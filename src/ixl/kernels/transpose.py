@@ -238,7 +238,7 @@ class TransposeKernel:
         self.out_q.free_tensor(y)
 
 
-def transpose_tiles_kernel(ctx: KernelContext, x, y) -> None:
+def transpose_tiles_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
     TransposeKernel(ctx, x, y).process()
 
 
@@ -258,7 +258,7 @@ def _tiling(ins, outs, attrs, chip, config):
     return tile_plan(shape, sperm, out.dtype, chip, config)
 
 
-def transpose_kernel(ctx: KernelContext, x, y) -> None:
+def transpose_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
     """Rows moved (the last dim stays) or tiles transposed (it moves)."""
     if isinstance(ctx.tiling, RowMoveTiling):
         return make_kernel("transpose_kernel")(ctx, x, y)
