@@ -19,6 +19,7 @@ class (init, process, copy_in, compute, copy_out) and the kernel entry.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -319,13 +320,14 @@ class ElementwiseKernel:
             self.compute(tile)
             self.copy_out(tile)
 
-    def copy_in(self, tile) -> None:
+    def copy_in(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, FlatTile)
         for i, q in self.queues.items():
             x = q.alloc_tensor(to_numpy(self.tiling.inputs[i].dtype))
             copy(x, self.windows[i][tile.offset], tile.count)
             q.enque(x)
 
-    def compute(self, tile) -> None:
+    def compute(self, tile: FlatTile | RowTile) -> None:
         """The program's steps on the tile, in the compute dtype; the result converted to the
         output type (Cast's round mode) into the output queue."""
         loaded = {i: q.deque() for i, q in self.queues.items()}
@@ -353,7 +355,8 @@ class ElementwiseKernel:
         for i, q in self.queues.items():
             q.free_tensor(loaded[i])
 
-    def copy_out(self, tile) -> None:
+    def copy_out(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, FlatTile)
         y = self.out_q.deque()
         copy(self.out_window[tile.offset], y, tile.count)
         self.out_q.free_tensor(y)
@@ -428,7 +431,8 @@ class ElementwiseKernel:
         self.fill_constant(buf, row, cap, p)
         return buf
 
-    def fill_constant(self, buf, row, cap: int, p: InputPlan) -> None:
+    def fill_constant(self, buf: asc.LocalTensor, row: asc.LocalTensor, cap: int,
+                      p: InputPlan) -> None:
         spread(buf, row, cap)                    # one element over a flat tile
 
 
@@ -453,7 +457,8 @@ class RowKernel(ElementwiseKernel):
         first = self.ctx.block_idx * tiling.per_core
         return first, min(first + tiling.per_core, n_rows)
 
-    def fill_constant(self, buf, row, cap: int, p: InputPlan) -> None:
+    def fill_constant(self, buf: asc.LocalTensor, row: asc.LocalTensor, cap: int,
+                      p: InputPlan) -> None:
         tiling = self.tiling
         first, last = self.block_rows()
         rows = min(tiling.tile, last - first)
@@ -475,7 +480,8 @@ class RowKernel(ElementwiseKernel):
                 self.compute(tile)
                 self.copy_out(tile)
 
-    def copy_in(self, tile) -> None:
+    def copy_in(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, RowTile)
         for i, q in self.queues.items():
             p = self.tiling.inputs[i]
             x = q.alloc_tensor(to_numpy(p.dtype))
@@ -483,13 +489,14 @@ class RowKernel(ElementwiseKernel):
                                    self.tiling.row_pad, self.spread_event)
             q.enque(x)
 
-    def copy_out(self, tile) -> None:
+    def copy_out(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, RowTile)
         y = self.out_q.deque()
         broadcast.copy_rows_out(self.dst, y, self.tiling.out_shape, tile, self.tiling.row_pad)
         self.out_q.free_tensor(y)
 
 
-def make_kernel(name: str, n_inputs: int):
+def make_kernel(name: str, n_inputs: int) -> Callable[..., None]:
     """The device kernel: `kernel(ctx, *inputs, out)`; what it computes is in the tiling."""
 
     def kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> None:

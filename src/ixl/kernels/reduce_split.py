@@ -11,6 +11,7 @@ than half the cores and a unit is longer than a tile.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,7 +104,7 @@ class SplitReduceKernel:
         pipe.init_buffer(wide_buf, tiling.tile * F32.itemsize)
         self.acc, self.wide = acc_buf.get(F32), wide_buf.get(F32)
 
-    def process(self):
+    def process(self) -> Iterator[object]:
         """A generator: it meets the other cores at a SyncAll."""
         tiling = self.tiling
         asc.duplicate(self.acc, self.reducer.identity, tiling.tile)
@@ -193,6 +194,6 @@ class SplitReduceKernel:
                           asc.DataCopyExtParams(1, self.dtype.itemsize, 0, 0))
 
 
-def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
+def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> Iterator[object]:
     """The device kernel's entry for a split plan (a generator: see SplitReduceKernel)."""
     return SplitReduceKernel(ctx, x, y).process()

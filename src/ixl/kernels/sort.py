@@ -33,7 +33,7 @@ from ..ascend.vector_sort import MAX_MERGE_LIST, PAIR_BYTES, SORT_REPEAT
 from ..hixl.dtypes import FLOATS, to_numpy
 from ..hixl.schema import normalize_axis
 from ..intmath import ceil_div, round_up
-from ..nixl import KernelContext, KernelEntry, LaunchPlan, register_kernel
+from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .tiling import Tiling, split_units
 from .ub import floor_div
@@ -92,7 +92,8 @@ def ub_bytes(chunk: int, k: int, length: int, inner: int, isz: int, last_index: 
     return total
 
 
-def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, full: bool,
+def plan(x: TensorDesc, k: int, axis: int, largest: bool, last_index: bool, values: bool,
+         full: bool,
          chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
     """Chunks of the row (the whole row for a full sort), the largest that fits UB; rows
     over cores."""
@@ -130,7 +131,7 @@ def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, fu
 # ---------------------------------------------------------------- the device kernel
 
 def element_lanes(offs: asc.LocalTensor, n: int, lanes: int, step: int, first: int,
-                  flt) -> None:
+                  flt: asc.LocalTensor | None) -> None:
     """Gather offsets of n lanes, `lanes` per element: element j's lane h reads byte
     first + j x step + 4h (`flt`: float32 scratch of n, for two lanes)."""
     asc.create_vec_index(offs, 0, n)
@@ -138,6 +139,7 @@ def element_lanes(offs: asc.LocalTensor, n: int, lanes: int, step: int, first: i
         asc.muls(offs, offs, step, n)
         asc.adds(offs, offs, first, n)
         return
+    assert flt is not None                  # two lanes per element: the float scratch
     high = flt.reinterpret(np.int32)
     floor_div(high, offs, 2, flt, n, keep=True)              # h = lane mod 2
     asc.sub(offs, offs, high, n)                             # 2j
@@ -284,7 +286,7 @@ class SortKernel(SortQueues):
         if not self.tiling.largest:
             asc.muls(scores, scores, -1.0, count)
 
-    def read(self, row: int, c0: int, count: int):
+    def read(self, row: int, c0: int, count: int) -> tuple[asc.LocalTensor, asc.LocalTensor | None]:
         """The chunk's elements in the input's type: a strided row read a block per element
         and compacted with the vector Gather, reversed for the last index among ties. Returns
         them and the input-queue tensor to free once they are used (None: already free)."""
@@ -307,8 +309,9 @@ class SortKernel(SortQueues):
                            x.reinterpret(self.word), self.compact, 0, m * self.lanes)
                 self.in_q.free_tensor(x)
         data = self.staging if self.strided else x
+        assert data is not None                     # staged when strided
         if tiling.last_index:                # position p <- element count - 1 - p
-            assert self.offsets is not None and data is not None
+            assert self.offsets is not None
             lanes = count * self.lanes
             offs = self.offsets.reinterpret(np.int32)
             element_lanes(offs, lanes, self.lanes, -isz, (count - 1) * isz, self.flt)
@@ -525,7 +528,7 @@ class RadixSortKernel(SortKernel):
             self._write_indices(index[p0], base + p0 * tiling.inner, m)
 
 
-def sort_kernel(ctx: KernelContext, x: asc.GlobalTensor, *rest) -> None:
+def sort_kernel(ctx: KernelContext, x: asc.GlobalTensor, *rest: asc.GlobalTensor) -> None:
     """Inputs: x (and TopK's k, read by the host); outputs: values (not for ArgMax/ArgMin)
     and indices."""
     n_out = 2 if ctx.tiling.values else 1
