@@ -42,19 +42,20 @@ class AxisOp:
         """Whether the op needs a tile-sized float scratch in this layout."""
         return False
 
-    def first(self, tile: Tile, x, st: list, n: int) -> None:
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         raise NotImplementedError
 
-    def merge(self, tile: Tile, acc: list, seg: list, tmp, n_acc: int, n_seg: int) -> None:
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
+              n_seg: int) -> None:
         raise NotImplementedError
 
     def finalize(self, tile: Tile, st: list, n: int) -> None:
         pass
 
-    def prepare(self, tile: Tile, x, st: list) -> None:
+    def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
         pass
 
-    def finish(self, tile: Tile, y, x, st: list) -> None:
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
         pass
 
 
@@ -62,7 +63,7 @@ class StatOutputs:
     """The statistics outputs of the units (a reduction's result, LayerNorm's mean and
     inv_std): each unit's values converted into a slot of the stat queue and copied out."""
 
-    def __init__(self, op: AxisOp, queue, gm: list, sdt: np.dtype, cap: int) -> None:
+    def __init__(self, op: AxisOp, queue: asc.TQue, gm: list, sdt: np.dtype, cap: int) -> None:
         self.op, self.queue, self.gm, self.sdt, self.cap = op, queue, gm, sdt, cap
 
     def _regions(self, slot) -> list:
@@ -103,7 +104,8 @@ class StatOutputs:
 class AxisKernel:
     """One block of an axis kernel: its pipe, queues and buffers, and the unit loop."""
 
-    def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list, y,
+    def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list,
+                 y: asc.GlobalTensor | None,
                  stat_outs: list, fusion: Fusion = PLAIN) -> None:
         """Init: every buffer of the UB plan. `xs`: the GM tensors loaded as tiles (x, or a
         fusion's prologue inputs); `params`: the parameter vectors (None: omitted)."""
@@ -220,7 +222,7 @@ class AxisKernel:
                       tile.pitch, self.layout.copy_pad(self.op))
         self.in_q.enque(slot)
 
-    def load(self, tile: Tile, seg: Segment):
+    def load(self, tile: Tile, seg: Segment) -> asc.LocalTensor:
         """The tile of x in UB, in the compute dtype, pad lanes holding the op's identity."""
         self.copy_in(tile, seg)
         slot = self.in_q.deque()
@@ -240,7 +242,7 @@ class AxisKernel:
             self._held = None
 
     # ---- y out ----
-    def emit(self, tile: Tile, x, st: list, seg: Segment) -> None:
+    def emit(self, tile: Tile, x: asc.LocalTensor, st: list, seg: Segment) -> None:
         if not self.op.has_y:
             self.release()
             return
@@ -252,13 +254,15 @@ class AxisKernel:
         self.release()
         self.copy_out(tile, seg)
 
-    def finish(self, tile: Tile, y, x, st: list):
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor,
+               st: list) -> asc.LocalTensor:
         """The op's output: into y, or into x when a conversion to y follows."""
         result = x if self.widen else y
         self.op.finish(tile, result, x, st)
         return result
 
     def copy_out(self, tile: Tile, seg: Segment) -> None:
+        assert self.y is not None                   # an op with an output of x's shape
         y = self.out_q.deque()
         copy_rows(self.y[seg.offset], y, seg.rows, seg.count, seg.gm_pitch, tile.pitch)
         self.out_q.free_tensor(y)
@@ -302,7 +306,7 @@ class AxisKernel:
             self.param_src[i] = dst
 
 
-def make_kernel(name: str, op: AxisOp, split: Callable):
+def make_kernel(name: str, op: AxisOp, split: Callable) -> Callable[..., None]:
     """The device kernel: `split(gm)` names x, the parameters, y and the stat outputs among the
     kernel's GM tensors (the schema's inputs, then its outputs)."""
 

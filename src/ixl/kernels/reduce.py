@@ -15,6 +15,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from .norm import Softmax
 from .reduce_split import SplitTiling, split_kernel, split_plan
 from .reducers import MAPS, REDUCERS, unsaturate
 from .version import BUILT_FOR_RUNTIME
+
+if TYPE_CHECKING:
+    from .axis_layout import Tile
 
 
 class Reduce(AxisOp):
@@ -43,18 +47,19 @@ class Reduce(AxisOp):
         self.pad = REDUCERS[kind].identity
         self.empty = (np.nan if mean else REDUCERS[kind].identity if empty is None else empty,)
 
-    def needs_aux(self, layout):
+    def needs_aux(self, layout: str) -> bool:
         return self.kind == "prod"     # unsaturate's scratch
 
-    def first(self, tile, x, st, n) -> None:
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         if self.pre:                  # the pad lanes hold 0, which abs and square keep
             MAPS[self.pre](x, x, tile.size)
         tile.reduce(self.kind, x, st[0], keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg) -> None:
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
+              n_seg: int) -> None:
         REDUCERS[self.kind].combine(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, tile, st, n) -> None:
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         if self.mean:
             asc.muls(st[0], st[0], 1.0 / n, tile.nstat)
         if self.post:
@@ -72,7 +77,7 @@ class LogSumExp(Softmax):
     stat_outputs = ((1, None),)
     empty = (-np.inf,)
 
-    def finalize(self, tile, st, n) -> None:
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         m, s = st
         asc.ln(s, s, tile.nstat)
         asc.add(s, s, m, tile.nstat)
