@@ -19,6 +19,7 @@ the (C1, kh, kw, C0) order of the 3-D load), and the sizes, all from the chip (R
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,7 +153,7 @@ def check_geometry(geo: ConvGeometry) -> str | None:
 
 
 def plan(geo: ConvGeometry, dtype: str, chip: ChipSpec, config: TuningConfig | None,
-         bias: bool, relu: bool, layout_plan) -> tuple[int, ConvTiling]:
+         bias: bool, relu: bool, layout_plan: Callable[..., LayoutPlan]) -> tuple[int, ConvTiling]:
     """(block_dim, tiling): groups of 1 AIC + 2 AIV, at most the AIC count."""
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the Conv kernels")
     if config.buffers > 2:
