@@ -27,7 +27,7 @@ kernels); reduce.py and norm.py are its ops.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -120,7 +120,7 @@ def compute_dtype(dtype: str, config: TuningConfig) -> str:
     return "float32"
 
 
-def plan(op: AxisOp, x: TensorDesc, axes: Sequence[int], chip: ChipSpec,
+def plan(op: AxisOp, x: TensorDesc, axes: Iterable[int], chip: ChipSpec,
          config: TuningConfig | None = None, *,
          epsilon: float = 0.0, params: int = 0, param_repeat: tuple = (),
          fusion: Fusion = PLAIN) -> LaunchPlan:
