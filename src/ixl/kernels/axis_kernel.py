@@ -12,6 +12,7 @@ Fused kernels (axis_fusion.py) subclass this one and override load and emit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from .axis_layout import LAYOUTS, Segment, Tile, folded_offsets, outer_offset
 from .axis_plan import AxisTiling, param_region
 from .axis_ub import PLAIN, STAT_ITEMSIZE, Fusion, ub_plan
 from .ub import convert, copy_rows, fill
+
+if TYPE_CHECKING:
+    from ..ascend.lang import LocalTensor
 
 
 class AxisOp:
@@ -42,20 +46,20 @@ class AxisOp:
         """Whether the op needs a tile-sized float scratch in this layout."""
         return False
 
-    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
+    def first(self, tile: Tile, x: LocalTensor, st: list, n: int) -> None:
         raise NotImplementedError
 
-    def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: LocalTensor, n_acc: int,
               n_seg: int) -> None:
         raise NotImplementedError
 
     def finalize(self, tile: Tile, st: list, n: int) -> None:
         pass
 
-    def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
+    def prepare(self, tile: Tile, x: LocalTensor, st: list) -> None:
         pass
 
-    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
+    def finish(self, tile: Tile, y: LocalTensor, x: LocalTensor, st: list) -> None:
         pass
 
 
@@ -105,8 +109,7 @@ class AxisKernel:
     """One block of an axis kernel: its pipe, queues and buffers, and the unit loop."""
 
     def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list,
-                 y: asc.GlobalTensor | None,
-                 stat_outs: list, fusion: Fusion = PLAIN) -> None:
+                 y: asc.GlobalTensor | None, stat_outs: list, fusion: Fusion = PLAIN) -> None:
         """Init: every buffer of the UB plan. `xs`: the GM tensors loaded as tiles (x, or a
         fusion's prologue inputs); `params`: the parameter vectors (None: omitted)."""
         tiling: AxisTiling = ctx.tiling
@@ -132,7 +135,7 @@ class AxisKernel:
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
-        self.param_tensors: list[asc.LocalTensor | None] = [None] * len(params)
+        self.param_tensors: list[LocalTensor | None] = [None] * len(params)
         for j, i in enumerate(present):
             self.param_tensors[i] = par[j * tiling.pitch]
         self._held = None
@@ -222,7 +225,7 @@ class AxisKernel:
                       tile.pitch, self.layout.copy_pad(self.op))
         self.in_q.enque(slot)
 
-    def load(self, tile: Tile, seg: Segment) -> asc.LocalTensor:
+    def load(self, tile: Tile, seg: Segment) -> LocalTensor:
         """The tile of x in UB, in the compute dtype, pad lanes holding the op's identity."""
         self.copy_in(tile, seg)
         slot = self.in_q.deque()
@@ -242,7 +245,7 @@ class AxisKernel:
             self._held = None
 
     # ---- y out ----
-    def emit(self, tile: Tile, x: asc.LocalTensor, st: list, seg: Segment) -> None:
+    def emit(self, tile: Tile, x: LocalTensor, st: list, seg: Segment) -> None:
         if not self.op.has_y:
             self.release()
             return
@@ -254,8 +257,7 @@ class AxisKernel:
         self.release()
         self.copy_out(tile, seg)
 
-    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor,
-               st: list) -> asc.LocalTensor:
+    def finish(self, tile: Tile, y: LocalTensor, x: LocalTensor, st: list) -> LocalTensor:
         """The op's output: into y, or into x when a conversion to y follows."""
         result = x if self.widen else y
         self.op.finish(tile, result, x, st)
@@ -270,9 +272,8 @@ class AxisKernel:
     # ---- parameters (scale, bias) along the normalised row ----
     def load_params(self, tile: Tile, pos: int) -> None:
         for src, dst in zip(self.param_src, self.param_tensors):
-            if src is None:
+            if src is None or dst is None:          # dst: the UB row of each src given
                 continue
-            assert dst is not None                  # a UB row for each parameter given
             p = self.in_q.alloc_tensor(self.sdt)
             copy_rows(p, src[pos], 1, tile.count, tile.count, tile.pitch, 0.0)
             self.in_q.enque(p)
