@@ -182,8 +182,7 @@ def _cube_copy(dst, src, params) -> bool:
 
 
 def data_copy_pad(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTensor,
-                  params: DataCopyExtParams,
-                  pad: DataCopyPadExtParams | None = None) -> None:
+                  params: DataCopyExtParams, pad: DataCopyPadExtParams | None = None) -> None:
     """DataCopyPad: byte-exact blocks; in UB each block is padded up to 32 bytes."""
     local, gm, inbound = _direction(dst, src, "data_copy_pad")
     if local.space is not Space.UB:

@@ -90,8 +90,8 @@ class Runner:
     """Runs every block of a launch on its core; interleaves cores that wait for each other."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list,
-                 end_phase: Callable[[], None] = lambda: None) -> None:
+                 flag_latency: float, observers: list, end_phase: Callable[[], None] = lambda: None
+                 ) -> None:
         """`end_phase` is called whenever every core has reached a SyncAll or the end, before
         the cores meet (the chip settles what the phase did to L2)."""
         self.cores = cores

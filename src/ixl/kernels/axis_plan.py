@@ -121,9 +121,8 @@ def compute_dtype(dtype: str, config: TuningConfig) -> str:
 
 
 def plan(op: AxisOp, x: TensorDesc, axes: Iterable[int], chip: ChipSpec,
-         config: TuningConfig | None = None, *,
-         epsilon: float = 0.0, params: int = 0, param_repeat: tuple = (),
-         fusion: Fusion = PLAIN) -> LaunchPlan:
+         config: TuningConfig | None = None, *, epsilon: float = 0.0, params: int = 0,
+         param_repeat: tuple = (), fusion: Fusion = PLAIN) -> LaunchPlan:
     """Host tiling: layout, units over cores, tile rows and pitch from the UB budget (with the
     buffers of `fusion`'s bodies). The config may set buffer_num, tile_div (tiles for
     1/tile_div of UB), block_dim and accumulate."""

@@ -151,8 +151,8 @@ class ConvKernel(MatmulKernel):
         self.b1.enque(b1)
 
     def split(self, bm: int, bn: int, kc: int, kk: int, bk: int,  # type: ignore[override]
-              n1: int, p0: int, rows: tuple[int, int, int, int],
-              cols: tuple[int, int, int, int]) -> None:
+              n1: int, p0: int, rows: tuple[int, int, int, int], cols: tuple[int, int, int, int]
+              ) -> None:
         """L1 -> L0 for K [kk, kk + bk) of the chunk: the weights as ZZ, the img2col block of
         the tile's positions as ZN."""
         geo, c0 = self.ct.geo, self.c0

@@ -157,8 +157,7 @@ class MatmulKernel(CubeQueues):
                 yield asc.cross_core_wait_flag(FREE)
 
     def tile_product(self, c: asc.LocalTensor, matrix: int, m0: int, n0: int, bm: int, bn: int,
-                     k_lo: int,
-                     k_hi: int, bias: bool) -> None:
+                     k_lo: int, k_hi: int, bias: bool) -> None:
         """C (L0C) = the tile's product over K [k_lo, k_hi) (+ its bias row): L1 chunks of
         k_l1, base_k steps in each; zeros (or the bias) for an empty K."""
         t = self.t
@@ -270,8 +269,7 @@ class MatmulKernel(CubeQueues):
         self.b2.enque(b2)
 
     def compute(self, c: asc.LocalTensor, bm: int, bn: int, bk: int, bias: bool, first: bool,
-                last: bool,
-                last_of_chunk: bool) -> None:
+                last: bool, last_of_chunk: bool) -> None:
         """One Mmad: C = A . B (+ the bias row) on the tile's first step, C += A . B after;
         its unit flag hands the tile to the Fixpipe after the last step."""
         a2, b2 = self.a2.deque(), self.b2.deque()

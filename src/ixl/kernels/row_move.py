@@ -198,8 +198,8 @@ class RowMoveTiling(Tiling):
 
 def plan(parts: list[Part], dtype: str, chip: ChipSpec, config: TuningConfig | None, *,
          pad_arg: int | None = None, index_arg: int | None = None,
-         index_dtype: str | None = None,
-         index_bytes: Callable[[int], int] = lambda tile: 0) -> LaunchPlan:
+         index_dtype: str | None = None, index_bytes: Callable[[int], int] = lambda tile: 0
+         ) -> LaunchPlan:
     """Rows per tile from UB (R11): the input and output queues at the configured buffer count,
     the pad block, and for row maps the offset table and its scratch; `index_bytes(tile)` is
     what a Gather's index buffer takes. Rows longer than a tile are cut into chunks."""

@@ -93,8 +93,7 @@ def ub_bytes(chunk: int, k: int, length: int, inner: int, isz: int, last_index: 
 
 
 def plan(x: TensorDesc, k: int, axis: int, largest: bool, last_index: bool, values: bool,
-         full: bool,
-         chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
+         full: bool, chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
     """Chunks of the row (the whole row for a full sort), the largest that fits UB; rows
     over cores."""
     config = (config or TuningConfig()).only(("buffer_num", "tile_div", "block_dim"),

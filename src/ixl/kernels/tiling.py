@@ -88,8 +88,7 @@ def ub_total(sizes: dict, queued: tuple[str, ...], buffers: int, chip: ChipSpec)
 
 
 def split_bands(planes: int, rows: int, bytes_of: Callable[[int], int], chip: ChipSpec,
-                config: TuningConfig,
-                what: str) -> tuple[int, int, int]:
+                config: TuningConfig, what: str) -> tuple[int, int, int]:
     """(band, block_dim, units per core) for `planes` independent planes of `rows` output rows
     each, cut into bands of output rows whose UB bytes (`bytes_of(band)`, at the config's tile
     fraction) fit; bands short enough that every core gets a unit when there are fewer planes

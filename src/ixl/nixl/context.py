@@ -8,14 +8,25 @@ Kernels never allocate GM.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..ascend.chips import ChipSpec
 from ..ascend.gm import GlobalTensor
 
-if TYPE_CHECKING:
-    from ..ascend.core import AICore
+
+class BlockCore(Protocol):
+    """What a context reads of the backend's core running the block (nixl names no chip
+    object of its own)."""
+
+    block_idx: int
+    block_num: int
+    sub_block_idx: int
+    task_ratio: int
+
+    @property
+    def kind(self) -> enum.Enum: ...
 
 
 @dataclass(frozen=True)
@@ -30,7 +41,7 @@ class KernelContext:
     task_ratio: int = 1           # AIVs per AIC, on an AIV of a mix kernel
 
     @classmethod
-    def of(cls, core: AICore, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
+    def of(cls, core: BlockCore, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
            ) -> KernelContext:
         """The context of the block `core` (the backend's core) runs now."""
         return cls(core.block_idx, core.block_num, tiling, chip, workspace,

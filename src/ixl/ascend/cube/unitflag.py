@@ -68,8 +68,7 @@ class UnitFlags:
         return other
 
     def done(self, core: AICore, pipe: Pipe, buffer: int, mode: int, units: int,
-             other: tuple | None,
-             cycles: float) -> None:
+             other: tuple | None, cycles: float) -> None:
         """After timing it: the instruction ends no earlier than one unit after the side it
         waited for; an Mmad with 3 and every Fixpipe leave a record for the other side."""
         tl = core.timeline
