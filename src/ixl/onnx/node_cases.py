@@ -95,7 +95,7 @@ def debug_backend() -> type[IxlBackend]:
 
     class DebugIxlBackend(IxlBackend):
         @classmethod
-        def prepare(cls, model, device="CPU", **kwargs):
+        def prepare(cls, model, device="CPU", **kwargs):  # type: ignore[override]  # debug: True
             return super().prepare(model, device, debug=True, **kwargs)
     return DebugIxlBackend
 

@@ -9,7 +9,7 @@ dtype's extreme) for max / min, -inf for the logarithms, NaN for the mean.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,7 +79,7 @@ def _log_sum_exp(data, **kw):
 
 
 # How each reduction combines its set (keyword arguments: axis, keepdims).
-COMBINE = {
+COMBINE: dict[str, Callable[..., np.ndarray]] = {
     "ReduceSum": np.sum,
     "ReduceMax": lambda x, **kw: np.max(x, initial=_extreme(x.dtype, -1), **kw),
     "ReduceMin": lambda x, **kw: np.min(x, initial=_extreme(x.dtype, +1), **kw),
@@ -98,7 +98,7 @@ def _reducer(name: str):
         which = reduced_axes(name, data.ndim, given, noop_with_empty_axes)
         if which is None:
             return data
-        kw = dict(axis=which, keepdims=bool(keepdims))
+        kw: dict[str, Any] = dict(axis=which, keepdims=bool(keepdims))
         if name == "ReduceMean":
             count = int(np.prod([data.shape[a] for a in which]))
             return np.sum(data, **kw) / count      # 0 / 0 is NaN for an empty set

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -113,11 +113,13 @@ def reshape_target(data: tuple, shape: tuple, allowzero: int) -> tuple[int, ...]
 
 def _infer_reshape(schema, specs, attrs):
     (shape,) = _values(schema, specs)
+    assert shape is not None                    # a required input
     return [ArgSpec(reshape_target(specs[0].shape, shape, attrs["allowzero"]), specs[0].dtype)]
 
 
 def _infer_expand(schema, specs, attrs):
     (shape,) = _values(schema, specs)
+    assert shape is not None                    # a required input
     return [ArgSpec(broadcast_shapes("Expand", [specs[0].shape, shape]), specs[0].dtype)]
 
 
@@ -146,7 +148,9 @@ def _infer_squeeze(schema, specs, attrs):
 
 
 def _infer_unsqueeze(schema, specs, attrs):
-    return [ArgSpec(unsqueezed(specs[0].shape, _values(schema, specs)[0]), specs[0].dtype)]
+    (axes,) = _values(schema, specs)
+    assert axes is not None                     # a required input
+    return [ArgSpec(unsqueezed(specs[0].shape, axes), specs[0].dtype)]
 
 
 def _axes_list(axes) -> list[int] | None:
@@ -187,12 +191,16 @@ def _sliced_shape(shape, bounds) -> tuple[int, ...]:
 
 
 def _infer_slice(schema, specs, attrs):
-    bounds = slice_bounds(specs[0].shape, *_values(schema, specs))
+    starts, ends, axes, steps = _values(schema, specs)
+    assert starts is not None and ends is not None      # required inputs
+    bounds = slice_bounds(specs[0].shape, starts, ends, axes, steps)
     return [ArgSpec(_sliced_shape(specs[0].shape, bounds), specs[0].dtype)]
 
 
 def _slice(data, starts, ends, axes=None, steps=None):
-    return data[tuple(slice_bounds(data.shape, *map(_axes_list, (starts, ends, axes, steps))))]
+    bounds = slice_bounds(data.shape, starts.reshape(-1).tolist(), ends.reshape(-1).tolist(),
+                          _axes_list(axes), _axes_list(steps))
+    return data[tuple(bounds)]
 
 
 # ---- Concat ----
@@ -247,6 +255,7 @@ def _fill_value(value) -> np.ndarray:
 
 def _infer_constant_of_shape(schema, specs, attrs):
     (shape,) = _values(schema, specs)
+    assert shape is not None                    # a required input
     if any(d < 0 for d in shape):
         raise ShapeMismatch(f"ConstantOfShape: shape {list(shape)} holds a negative dim")
     return [ArgSpec(tuple(int(d) for d in shape), name_of(_fill_value(attrs["value"]).dtype))]
@@ -262,7 +271,7 @@ def _infer_range(schema, specs, attrs):
     for spec, name in zip(specs, schema.inputs):
         if spec.size != 1:
             raise ShapeMismatch(f"Range: {name} must be a scalar, got shape {spec.shape}")
-    start, limit, delta = (v[0] for v in _values(schema, specs))
+    start, limit, delta = (v[0] for v in _values(schema, specs) if v is not None)  # required
     return [ArgSpec((_range_count(start, limit, delta),), specs[0].dtype)]
 
 
@@ -446,6 +455,7 @@ def _split(x, split=None, axis=0, num_outputs=None):
 def _infer_tile(schema, specs, attrs):
     x = specs[0]
     (repeats,) = _values(schema, specs)
+    assert repeats is not None                  # a required input
     if len(repeats) != len(x.shape) or any(r < 0 for r in repeats):
         raise ShapeMismatch(f"Tile: repeats {list(repeats)} must hold one non-negative count per "
                             f"dim of x {x.shape}")
@@ -477,6 +487,7 @@ def _infer_pad(schema, specs, attrs):
     if len(specs) > 2 and specs[2] is not None and specs[2].size != 1:
         raise ShapeMismatch(f"Pad: constant_value must be a scalar, got shape {specs[2].shape}")
     pads, axes = _values(schema, specs)
+    assert pads is not None                     # a required input
     shape = []
     for d, (lo, hi) in zip(x.shape, pad_widths(x.shape, pads, axes)):
         if d + lo + hi < 0:
@@ -489,6 +500,11 @@ def _infer_pad(schema, specs, attrs):
     return [ArgSpec(tuple(shape), x.dtype)]
 
 
+# np.pad's name of each ONNX Pad mode other than constant
+_PAD_MODES: dict[str, Literal["edge", "reflect", "wrap"]] = {
+    "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+
+
 def _pad(data, pads, constant_value=None, axes=None, mode="constant"):
     """Negative pads crop; numpy pads the rest (ONNX's wrap is numpy's wrap, edge its edge)."""
     widths = pad_widths(data.shape, pads.reshape(-1).tolist(), _axes_list(axes))
@@ -498,7 +514,7 @@ def _pad(data, pads, constant_value=None, axes=None, mode="constant"):
     if mode == "constant":
         value = 0 if constant_value is None else constant_value.reshape(())
         return np.pad(data, grow, constant_values=value)
-    return np.pad(data, grow, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])
+    return np.pad(data, grow, mode=_PAD_MODES[mode])
 
 
 def _infer_trilu(schema, specs, attrs):
