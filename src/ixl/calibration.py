@@ -16,6 +16,7 @@ as in any steady stream of launches).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +81,7 @@ class CopyTiling:
     slots: int
 
 
-def copy_kernel(ctx: KernelContext, src) -> None:
+def copy_kernel(ctx: KernelContext, src: asc.GlobalTensor) -> None:
     """GM -> UB reads with DataCopyPad: each core reads its rows in tiles of 64 rows x
     `block_bytes`, either one DataCopyPad per row block or one per `blocks_per_copy` rows."""
     t: CopyTiling = ctx.tiling
@@ -165,7 +166,9 @@ class CalibrationPoint:
                 "measured_us": self.measured_us, "ratio": round(self.ratio, 4)}
 
 
-def calibrate(chip_name: str = MEASURED_CHIP, progress=None) -> list[CalibrationPoint]:
+def calibrate(chip_name: str = MEASURED_CHIP,
+              progress: Callable[[int, int, str], None] | None = None
+              ) -> list[CalibrationPoint]:
     """The workloads modeled on `chip_name` beside their measurements, which exist for the
     measured chip only: another chip's model set against them would say nothing."""
     why = no_measurements(chip_name)

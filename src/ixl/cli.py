@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import traceback
+from typing import Any, NoReturn
 
 import numpy as np
 from rich.table import Table
@@ -87,10 +88,10 @@ def _emit_json(obj) -> None:
 
 # ---------------------------------------------------------------- list
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     from .onnx import node_case_counts
     counts = node_case_counts()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, schema in all_ops().items():
         entry = REGISTRY.native(name)
         rows.append({
@@ -121,9 +122,11 @@ def cmd_list(args) -> int:
 # ---------------------------------------------------------------- run
 
 def _describe(res: CaseResult) -> list[str]:
+    rec = res.record
+    assert rec is not None                          # run_case keeps the run's record
     lines = []
     if res.path == "native":
-        t = res.record.tiling
+        t = rec.tiling
         detail = f"{res.kernel}, {res.block_dim} blocks"
         if hasattr(t, "tile"):
             detail += f", tile {t.tile}, buffers {t.buffer_num}"
@@ -135,7 +138,6 @@ def _describe(res: CaseResult) -> list[str]:
     for i, c in enumerate(res.comparisons):
         label = f"output {i}: " if len(res.comparisons) > 1 else ""
         lines.append(f"  {label}{c.summary()}")
-    rec = res.record
     if rec.launch is not None:
         lines.append(f"  modeled time: {rec.time_us:.2f} us on {res.chip} "
                      f"(launch {rec.launch.launch_us:.2f} us + cores {rec.launch.core_us:.2f} us)")
@@ -157,9 +159,9 @@ def _metrics_table(m) -> Table:
     return table
 
 
-def _profile_outputs(args, rec) -> dict:
+def _profile_outputs(args: argparse.Namespace, rec) -> dict:
     """Metrics, trace and plot of one run; returns the JSON to merge into --json output."""
-    extra = {}
+    extra: dict[str, Any] = {}
     if rec.launch is None:
         if args.trace or args.plot:       # a kernel declined the case at tiling time
             asked = " and ".join(f for f, v in (("--trace", args.trace), ("--plot", args.plot))
@@ -189,7 +191,7 @@ def _profile_outputs(args, rec) -> dict:
     return extra
 
 
-def _values(args, schema, names: list[str], shapes, dtypes) -> dict[str, tuple]:
+def _values(args: argparse.Namespace, schema, names: list[str], shapes, dtypes) -> dict[str, tuple]:
     """--value NAME=JSON: the contents of an input, as many numbers as its shape holds."""
     values = parse_pairs(getattr(args, "value", []), "--value")
     unknown = set(values) - set(names)
@@ -215,7 +217,7 @@ def _values(args, schema, names: list[str], shapes, dtypes) -> dict[str, tuple]:
     return out
 
 
-def _call(args):
+def _call(args: argparse.Namespace):
     """The op, its input shapes, attributes, input specs and output specs from the command
     line: one --shape per input (or one for all), each input in the dtype the op gives it for
     --dtype (indices stay integers; optional inputs are left out unless given), --value
@@ -236,7 +238,7 @@ def _call(args):
     return schema, shapes, attrs, specs, out_specs
 
 
-def _refuse_untraceable(args, schema) -> None:
+def _refuse_untraceable(args: argparse.Namespace, schema) -> None:
     """--trace and --plot draw a kernel launch: refused at once for an op that has none."""
     asked = [f for f, v in (("--trace", args.trace), ("--plot", args.plot)) if v]
     if not asked:
@@ -251,7 +253,7 @@ def _refuse_untraceable(args, schema) -> None:
                    f"to trace")
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     schema, shapes, attrs, specs, out_specs = _call(args)
     _refuse_untraceable(args, schema)
     dev = device(args.chip, debug=args.debug, timing_only=args.timing_only,
@@ -277,7 +279,7 @@ def cmd_run(args) -> int:
     return 0 if res.ok else 1
 
 
-def _run_timing_only(args, dev, schema, specs, attrs, shapes) -> int:
+def _run_timing_only(args: argparse.Namespace, dev, schema, specs, attrs, shapes) -> int:
     rec = timing_run(dev, schema.name, specs, attrs)
     if not args.json:
         joined = " , ".join(str(list(s)) for s in shapes)
@@ -299,7 +301,7 @@ def _run_timing_only(args, dev, schema, specs, attrs, shapes) -> int:
 
 # ---------------------------------------------------------------- verify
 
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     ops = [get_op(args.op).name] if args.op else None
     chip = get_chip(args.chip).name
     sweep = verify_sweep(ops, chip, debug=not args.release, seed=args.seed)
@@ -326,6 +328,7 @@ def cmd_verify(args) -> int:
     out.print(f"{len(cases) - len(failed)} passed, {len(failed)} failed")
     for task, outcome in failed:
         if outcome.status == FAILED:
+            assert outcome.result is not None         # a failed case ran and says what it found
             out.print(f"[red]FAIL[/] {task.op} {task.note} {task.dtype}: "
                       + "; ".join(outcome.result["failures"]))
     print_summary(report)
@@ -334,7 +337,7 @@ def cmd_verify(args) -> int:
 
 # ---------------------------------------------------------------- tune
 
-def cmd_tune(args) -> int:
+def cmd_tune(args: argparse.Namespace) -> int:
     from .nixl import tuning_cache
     from .profile.tune_sweep import LadderSweep
     if args.model:
@@ -385,7 +388,7 @@ def cmd_tune(args) -> int:
 
 # ---------------------------------------------------------------- calibrate
 
-def cmd_calibrate(args) -> int:
+def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibration import MEASURED_CHIP, calibrate, no_measurements, provenance
     costs = provenance(args.chip)
     why = no_measurements(args.chip)
@@ -422,7 +425,7 @@ def cmd_calibrate(args) -> int:
 
 # ---------------------------------------------------------------- env, explain
 
-def cmd_env(args) -> int:
+def cmd_env(args: argparse.Namespace) -> int:
     rep = versions.report()
     checks = versions.checks() if args.check else []
     if args.json:
@@ -440,7 +443,7 @@ def cmd_env(args) -> int:
     return 0
 
 
-def cmd_explain(args) -> int:
+def cmd_explain(args: argparse.Namespace) -> int:
     entries = explain_mod.lookup(" ".join(args.symptom)) if args.symptom else explain_mod.ENTRIES
     if not entries:
         err.print(f"ixl: no entry for {' '.join(args.symptom)!r}; known symptoms: "
@@ -461,7 +464,7 @@ class Parser(argparse.ArgumentParser):
     """A usage mistake is raised as BadInput, so that it leaves through the command's one error
     path as one line (argparse would print the usage too)."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise BadInput(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
 
 
@@ -547,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def check_outputs(args) -> None:
+def check_outputs(args: argparse.Namespace) -> None:
     """Every output path, as it will really be written, checked before anything runs."""
     for flag, written in (("trace", str), ("plot", files.plot_path), ("out", files.npy_path)):
         path = getattr(args, flag, None)

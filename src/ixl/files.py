@@ -5,8 +5,10 @@ input is checked as it is read."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -83,7 +85,7 @@ def save_text(path: str, text: str) -> str:
 
 
 @contextmanager
-def written_whole(path: str):
+def written_whole(path: str) -> Iterator[BinaryIO]:
     """A binary file that appears at `path` only once it is complete: written beside it under
     a temporary name and renamed into place (a failure leaves nothing behind)."""
     tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")

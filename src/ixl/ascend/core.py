@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,10 @@ from .l2 import L2Stats, L2View, l2_cache
 from .observe import Access, Instruction, Observer, Space, Sync, SyncKind
 from .timeline import Pipe, Timeline
 from .ubbanks import Operand, conflict_cycles, layout
+
+if TYPE_CHECKING:
+    from .crosscore import CrossCoreWait, FlagBoard
+    from .gm import GlobalTensor
 
 _current = threading.local()
 
@@ -95,7 +100,7 @@ class CoreId(int):
         return CoreId, (self.kind, self.index)
 
 
-def as_core_id(core) -> CoreId:
+def as_core_id(core: int) -> CoreId:
     """A plain int id (as the vector-only code and tests give) as a CoreId."""
     if isinstance(core, CoreId):
         return core
@@ -112,7 +117,7 @@ class Mode:
 class AICore:
     def __init__(self, chip: ChipSpec, core_id: int, mode: Mode = Mode(), active_cores: int = 1,
                  ub: np.ndarray | None = None, observers: tuple[Observer, ...] = (),
-                 memories: dict[Space, np.ndarray] | None = None, l2: L2View | None = None):
+                 memories: dict[Space, np.ndarray] | None = None, l2: L2View | None = None) -> None:
         """`core_id`: a CoreId (a plain int is an AIV). `memories`: the core's on-core
         memories, kept by the chip across launches (fresh zeroed ones when None; `ub` gives a
         vector core's UB alone); `active_cores`: the cores of the launch sharing the chip's GM
@@ -144,9 +149,9 @@ class AICore:
         self.peaks: dict[Space, int] = {}      # the most of each memory the kernel's TPipes took
         self.pipes: list = []
         self.observers = tuple(observers)
-        self.cross_core = None       # the launch's cross-core flag board (mix kernels)
+        self.cross_core: FlagBoard | None = None   # the launch's flag board (mix kernels)
         self.cross_sets = 0          # cross-core sets this core issued (numbers them)
-        self.pending_wait = None     # a cross_core_wait_flag made but not yet yielded
+        self.pending_wait: CrossCoreWait | None = None   # made but not yet yielded
         # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
@@ -207,6 +212,7 @@ class AICore:
                 f"aicore memory out of bound: VEC instruction error: the ub address out of bounds: "
                 f"core {self.core_id} {what} UB [{offset:#x}, {offset + nbytes:#x}), "
                 f"UB holds {self.chip.ub_bytes} bytes")
+        assert self.ub is not None                  # a vector core's (UB operands check it)
         return self.ub[offset:offset + nbytes]
 
     def check_ub_aligned(self, offset: int, what: str) -> None:
@@ -278,7 +284,7 @@ class AICore:
             cycles += group + bank
         return self.timeline.issue(Pipe.V, name, cycles)
 
-    def gm_move(self, pipe: Pipe, name: str, gm, offset: int, count: int, width: int,
+    def gm_move(self, pipe: Pipe, name: str, gm: GlobalTensor, offset: int, count: int, width: int,
                 pitch: int, *, write: bool, aligned: bool, bursts: int | None = None,
                 latency: float | None = None, outer: int = 1, outer_pitch: int = 0) -> float:
         """Time one move between GM and the core (MTE2 in, MTE3 out, FIX out of L0C): `outer`

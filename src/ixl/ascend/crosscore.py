@@ -20,7 +20,8 @@ import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from .core import CoreKind, current_core
+from .chips import ChipSpec
+from .core import CoreId, CoreKind, current_core
 from .errors import IllegalInstruction
 from .timeline import Pipe
 
@@ -88,7 +89,7 @@ class FlagBoard:
     Sets of modes 0 and 1 (and mode 2 from the AIVs) gather per round until every core of the
     group has set; thread-safe, since cores may run on host threads."""
 
-    def __init__(self, chip, groups: dict):
+    def __init__(self, chip: ChipSpec, groups: dict) -> None:
         """`groups`: CoreId -> the group (block) index of each core of the launch."""
         self.limit = chip.cross_core_flag_max_count
         self.group_of = groups
@@ -100,7 +101,8 @@ class FlagBoard:
         self.rounds: dict = defaultdict(lambda: defaultdict(deque))   # key -> core -> sets
         self.lock = threading.Lock()
 
-    def set(self, setter, mode: int, flag: int, fires: float, number: int, what: str) -> None:
+    def set(self, setter: CoreId, mode: int, flag: int, fires: float, number: int,
+            what: str) -> None:
         """Deliver a set: to its receivers directly, or into its round."""
         with self.lock:
             token = (fires, ((setter, number),))
@@ -135,13 +137,13 @@ class FlagBoard:
                 f"{what}: cross-core flag {flag} of core {core} counts {len(queue)} sets not yet "
                 f"waited for; its counter holds {self.limit} (an overflow is fatal) [XCORE]")
 
-    def take(self, core, flag: int):
+    def take(self, core: CoreId, flag: int) -> tuple[float, tuple[tuple[CoreId, int], ...]] | None:
         """One pending set of `flag` for `core` (fire time, setters), or None."""
         with self.lock:
             queue = self.pending.get((core, flag))
             return queue.popleft() if queue else None
 
-    def ready(self, core, flag: int) -> bool:
+    def ready(self, core: CoreId, flag: int) -> bool:
         with self.lock:
             return bool(self.pending.get((core, flag)))
 

@@ -138,7 +138,8 @@ def _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pi
     core.observe(pipe, what, (gm_rows,), (ub_rows, *pads), count * width)
 
 
-def data_copy(dst, src, count_or_params) -> None:
+def data_copy(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTensor,
+              count_or_params: int | DataCopyParams | Nd2NzParams) -> None:
     """DataCopy(dst, src, count) or DataCopy(dst, src, DataCopyParams) between GM and UB or L1;
     DataCopy(L1, GM, Nd2NzParams) and the copies into the BiasTable and the Fixpipe buffer
     are the Cube's (cube/copy.py)."""
@@ -158,6 +159,7 @@ def data_copy(dst, src, count_or_params) -> None:
         _move(local, gm, inbound, count=p.block_count, width=width,
               ub_pitch=width + ub_gap * blk, gm_pitch=width + gm_gap * blk, what="data_copy")
         return
+    assert not isinstance(count_or_params, Nd2NzParams)     # the Cube's copy, above
     count = int(count_or_params)
     if count < 0:
         raise IllegalInstruction(f"data_copy count {count} is negative")
@@ -179,8 +181,8 @@ def _cube_copy(dst, src, params) -> bool:
     return isinstance(params, Nd2NzParams)
 
 
-def data_copy_pad(dst, src, params: DataCopyExtParams,
-                  pad: DataCopyPadExtParams | None = None) -> None:
+def data_copy_pad(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTensor,
+                  params: DataCopyExtParams, pad: DataCopyPadExtParams | None = None) -> None:
     """DataCopyPad: byte-exact blocks; in UB each block is padded up to 32 bytes."""
     local, gm, inbound = _direction(dst, src, "data_copy_pad")
     if local.space is not Space.UB:

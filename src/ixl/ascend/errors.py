@@ -11,7 +11,7 @@ class ChipError(RuntimeError):
 
     symptom = "aicore memory out of bound"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(f"{message} (see: ixl explain '{self.symptom}')")
 
 

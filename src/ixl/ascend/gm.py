@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .errors import AicoreOutOfBound, IllegalInstruction
 from .l2 import CacheMode
 from .observe import Access, Rows, Space
+
+if TYPE_CHECKING:
+    from .l2 import _Lines
 
 
 @dataclass(eq=False)
@@ -21,7 +26,7 @@ class Segment:
     addr: int
     nbytes: int
     data: np.ndarray  # uint8, nbytes long
-    l2: object = None  # its lines in L2 (l2.py), once a move touched it
+    l2: _Lines | None = None  # its lines in L2 (l2.py), once a move touched it
 
     @property
     def end(self) -> int:
@@ -31,7 +36,7 @@ class Segment:
 class GlobalMemory:
     """Mapped segments of the device address space; the allocator decides where and how much."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._starts: list[int] = []
         self._segments: list[Segment] = []
 
@@ -79,12 +84,12 @@ class GlobalTensor:
     __slots__ = ("gm", "addr", "dtype", "count", "name", "itemsize", "root", "_segment",
                  "l2_mode")
 
-    def __init__(self, gm: GlobalMemory, addr: int, dtype, count: int, name: str = "gm",
+    def __init__(self, gm: GlobalMemory, addr: int, dtype: DTypeLike, count: int, name: str = "gm",
                  root: tuple[int, int] | None = None, segment: Segment | None = None,
-                 l2_mode: CacheMode = CacheMode.NORMAL):
+                 l2_mode: CacheMode = CacheMode.NORMAL) -> None:
         self.gm = gm
         self.addr = addr
-        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.dtype: np.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.count = count
         self.name = name
         self.itemsize = self.dtype.itemsize
@@ -121,7 +126,7 @@ class GlobalTensor:
         return GlobalTensor(self.gm, self.addr + offset * self.itemsize, self.dtype, count,
                             self.name, self.root, self._segment, self.l2_mode)
 
-    def reinterpret(self, dtype) -> GlobalTensor:
+    def reinterpret(self, dtype: DTypeLike) -> GlobalTensor:
         """The same bytes seen as another type (the workspace arrives as bytes)."""
         dtype = np.dtype(dtype)
         return GlobalTensor(self.gm, self.addr, dtype, self.nbytes // dtype.itemsize, self.name,

@@ -18,13 +18,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from threadpoolctl import OpenBLASController, ThreadpoolController
 
 _lock = threading.Lock()
 _controller: ThreadpoolController | None = None
 _running = 0            # launches inside `one_blas_thread` (launches of several chips overlap)
-_limiter = None         # restores the user's BLAS threads when the last one leaves
+_limiter: Any = None    # restores the user's BLAS threads when the last one leaves
 
 
 @contextmanager

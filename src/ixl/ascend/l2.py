@@ -48,10 +48,15 @@ import enum
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .costs import cost_table
+
+if TYPE_CHECKING:
+    from .chips import ChipSpec
+    from .gm import GlobalTensor, Segment
 
 READ, WRITE, BYPASS_READ, INVALIDATE = "read", "write", "bypass read", "invalidate"
 BATCH_LINES = 8192        # one core's moves enter L2 in batches of this many line touches
@@ -105,7 +110,7 @@ class _Lines:
 
     __slots__ = ("stamp", "dirty")
 
-    def __init__(self, lines: int):
+    def __init__(self, lines: int) -> None:
         self.stamp = np.zeros(lines, np.int64)
         self.dirty = np.zeros(lines, bool)
 
@@ -115,7 +120,7 @@ def _count(idx) -> int:
 
 
 def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_pitch: int,
-               line: int):
+               line: int) -> slice | np.ndarray:
     """The lines touched by `outer` x `count` rows of `width` bytes (rows `pitch` apart, groups
     of rows `outer_pitch` apart) from byte `base` of a segment: a slice when contiguous, else
     a sorted array of distinct line numbers."""
@@ -140,7 +145,7 @@ class Phase:
     """L2 as a phase (a launch, or the stretch between SyncAlls) found it, which every core's
     view of the phase reads: the eviction order of its resident lines as cumulative bytes."""
 
-    def __init__(self, cache: L2Cache, cores: int):
+    def __init__(self, cache: L2Cache, cores: int) -> None:
         self.cache = cache
         self.cores = max(cores, 1)
         self.threshold = cache.threshold
@@ -159,7 +164,7 @@ class L2View:
     """One core's L2 during one phase: the phase's L2 plus the core's own moves (module doc).
     Owned by the thread simulating the core."""
 
-    def __init__(self, phase: Phase, core_id: int):
+    def __init__(self, phase: Phase, core_id: int) -> None:
         cache = phase.cache
         self.phase = phase
         self.core_id = core_id
@@ -177,11 +182,11 @@ class L2View:
         self.dirty_log: deque = deque()    # (own value, segment addr, lines) of own writes
         self.entries: list[_Batch] = []    # its moves, in batches, for the merge
         self.batches: dict = {}            # (segment addr, kind) -> the open batch
-        self._last = None                  # the latest move's batch, until it is timed
+        self._last: _Batch | None = None   # the latest move's batch, until it is timed
 
     # ---- a move ----
-    def access(self, gm, offset: int, count: int, width: int, pitch: int, outer: int = 1,
-               outer_pitch: int = 0, write: bool = False) -> tuple[int, int, int]:
+    def access(self, gm: GlobalTensor, offset: int, count: int, width: int, pitch: int,
+               outer: int = 1, outer_pitch: int = 0, write: bool = False) -> tuple[int, int, int]:
         """A move of `outer` x `count` rows of `width` bytes of `gm` from byte `offset` (rows
         `pitch` apart): returns (bytes L2 serves or absorbs, bytes HBM serves or takes, dirty
         bytes written back to make room)."""
@@ -295,7 +300,7 @@ class _Batch:
 
     __slots__ = ("seg", "kind", "seq", "parts", "touched", "start", "end", "cycles", "timed")
 
-    def __init__(self, seg, kind: str, seq: int):
+    def __init__(self, seg, kind: str, seq: int) -> None:
         self.seg, self.kind, self.seq = seg, kind, seq
         self.parts: list = []
         self.touched = 0
@@ -319,7 +324,7 @@ class _Batch:
         return idx
 
 
-def l2_cache(chip) -> L2Cache:
+def l2_cache(chip: ChipSpec) -> L2Cache:
     """An empty L2 for `chip`, sized by its spec, lines and costs from its cost table."""
     raw = cost_table(chip.arch).raw["l2"]
     return L2Cache(chip.l2_bytes, raw["line_bytes"], raw["same_line_extra"])
@@ -328,7 +333,7 @@ def l2_cache(chip) -> L2Cache:
 class L2Cache:
     """The chip's L2: resident lines per GM segment and their LRU order (module doc)."""
 
-    def __init__(self, capacity: int, line: int, same_line_extra: float):
+    def __init__(self, capacity: int, line: int, same_line_extra: float) -> None:
         self.capacity = capacity
         self.line = line
         self.same_line_extra = same_line_extra
@@ -392,9 +397,9 @@ class L2Cache:
             if entry[0] == 0:
                 del self.hist[int(s)]
         for s, c in zip(*np.unique(dirty_stamps, return_counts=True)):
-            entry = self.hist.get(int(s))
-            if entry is not None:
-                entry[1] -= int(c)
+            dirty_entry = self.hist.get(int(s))
+            if dirty_entry is not None:
+                dirty_entry[1] -= int(c)
         self.resident -= stamps.size
 
     def _evict(self) -> None:
@@ -437,7 +442,7 @@ class L2Cache:
             self.threshold = self.clock
             self.resident = 0
 
-    def invalidate(self, seg, offset: int, nbytes: int) -> None:
+    def invalidate(self, seg: Segment, offset: int, nbytes: int) -> None:
         """The host wrote GM [offset, offset + nbytes) of `seg` (by DMA, not through L2 [U]):
         L2's copies of those lines are dropped."""
         if getattr(seg, "l2", None) is None or nbytes <= 0:
@@ -446,7 +451,7 @@ class L2Cache:
             self._apply(seg, slice(offset // self.line, (offset + nbytes - 1) // self.line + 1),
                         INVALIDATE)
 
-    def drop(self, seg) -> None:
+    def drop(self, seg: Segment) -> None:
         """`seg` is unmapped: its lines leave L2 (dirty ones are not written back: the memory
         is gone)."""
         lines = getattr(seg, "l2", None)
@@ -457,7 +462,7 @@ class L2Cache:
             self._forget(lines.stamp[held], lines.stamp[held & lines.dirty])
             seg.l2 = None
 
-    def resident_bytes(self, seg=None) -> int:
+    def resident_bytes(self, seg: Segment | None = None) -> int:
         """Bytes L2 holds (of one segment, or in all)."""
         if seg is None:
             return self.resident * self.line

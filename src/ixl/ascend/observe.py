@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .chips import ChipSpec
 from .timeline import Pipe
+
+if TYPE_CHECKING:
+    from .gm import GlobalTensor
+    from .simulator import LaunchRecord
 
 
 class Space(enum.Enum):
@@ -46,9 +51,12 @@ class Space(enum.Enum):
 class Rows(NamedTuple):
     """`count` rows of `width` elements, each row `pitch` elements after the one before."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # Ascend C's name; it shadows tuple.count
     width: int
     pitch: int
+
+
+Elems = int | Rows | np.ndarray   # an Access's elements: a count, rows, or element offsets
 
 
 class Access:
@@ -68,17 +76,24 @@ class Access:
     __slots__ = ("space", "base", "itemsize", "elems", "role", "const", "tensor", "bits",
                  "_span")
 
-    def __init__(self, space: Space, base: int, itemsize: int, elems, role: str,
-                 const: bool = False, tensor=None, bits: bool = False):
+    def __init__(self, space: Space, base: int, itemsize: int, elems: Elems | np.integer,
+                 role: str, const: bool = False, tensor: GlobalTensor | None = None,
+                 bits: bool = False) -> None:
         self.space = space
         self.base = base
         self.itemsize = itemsize
-        self.elems = int(elems) if isinstance(elems, np.integer) else elems
+        self.elems: Elems = int(elems) if isinstance(elems, np.integer) else elems
         self.role = role
         self.const = const
         self.tensor = tensor
         self.bits = bits
-        self._span = None
+        self._span: tuple[int, int] | None = None
+
+    @property
+    def gm_tensor(self) -> GlobalTensor:
+        """The GlobalTensor of a GM operand (every GM operand has one)."""
+        assert self.tensor is not None
+        return self.tensor
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -87,6 +102,7 @@ class Access:
             return (e,)
         if type(e) is Rows:
             return (e.count, e.width)
+        assert isinstance(e, np.ndarray)
         return e.shape
 
     @property
@@ -96,6 +112,7 @@ class Access:
             return e == 0
         if type(e) is Rows:
             return e.count == 0 or e.width == 0
+        assert isinstance(e, np.ndarray)
         return e.size == 0
 
     def span(self) -> tuple[int, int]:
@@ -103,12 +120,14 @@ class Access:
         if self._span is None:
             e, isz, base = self.elems, self.itemsize, self.base
             if self.bits:
+                assert isinstance(e, int)
                 self._span = base, base + -(-e // 8)
             elif type(e) is int:
                 self._span = base, base + e * isz
             elif type(e) is Rows:
                 self._span = base, base + ((e.count - 1) * e.pitch + e.width) * isz
             else:
+                assert isinstance(e, np.ndarray)
                 self._span = base + int(e.min()) * isz, base + (int(e.max()) + 1) * isz
         return self._span
 
@@ -134,6 +153,7 @@ class Access:
         e, isz = self.elems, self.itemsize
         start = self.base - origin
         if self.bits:
+            assert isinstance(e, int)
             return memory[start + np.arange(e) // 8][:, None]
         if type(e) is int:
             return memory[start:start + e * isz].reshape(e, isz)
@@ -144,9 +164,10 @@ class Access:
             step = memory.itemsize
             return np.ndarray((e.count, e.width, isz), memory.dtype, memory, start * step,
                               (e.pitch * isz * step, isz * step, step))
+        assert isinstance(e, np.ndarray)
         return memory[start + e[..., None] * isz + np.arange(isz)]
 
-    def assign(self, memory: np.ndarray, values, origin: int = 0) -> None:
+    def assign(self, memory: np.ndarray, values: ArrayLike, origin: int = 0) -> None:
         """Set this operand's bytes in `memory`: `values` per element (broadcast over its
         bytes) or one value for all (for bits: per byte holding them, the last bit's value)."""
         e, isz = self.elems, self.itemsize
@@ -154,6 +175,7 @@ class Access:
         if values.ndim:
             values = values[..., None]
         if self.bits:
+            assert isinstance(e, int)
             memory[self.base - origin + np.arange(e) // 8] = values[..., 0] \
                 if values.ndim else values
         elif isinstance(e, np.ndarray):
@@ -217,7 +239,7 @@ class Sync:
     time: float = 0.0
     fired: float = 0.0
     buffer: Access | None = None
-    peer: object = None
+    peer: int | tuple[tuple[int, int], ...] | None = None
 
 
 class GmRole(enum.Enum):
@@ -276,5 +298,5 @@ class Observer:
     def phase_end(self, phase: int) -> None:
         """Every core reached SyncAll number `phase` (or, for the last phase, the launch end)."""
 
-    def launch_end(self, record) -> None:
+    def launch_end(self, record: LaunchRecord) -> None:
         """The launch finished; `record` is its LaunchRecord."""

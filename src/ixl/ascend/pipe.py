@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import enum
 from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..intmath import round_up
 from .core import AICore, current_core
 from .errors import BufferOverflow, IllegalInstruction, ResourceLimit, UbOverflow
-from .observe import Access, Space, SyncKind
+from .observe import Access, Elems, Space, SyncKind
 from .timeline import Pipe
+
+if TYPE_CHECKING:
+    from .sync import HardEvent
 
 
 class TPosition(enum.Enum):
@@ -79,11 +84,11 @@ class LocalTensor:
 
     __slots__ = ("core", "offset", "dtype", "count", "position", "itemsize", "slot", "space")
 
-    def __init__(self, core: AICore, offset: int, dtype, count: int, position: TPosition,
-                 slot: _Slot | None = None):
+    def __init__(self, core: AICore, offset: int, dtype: DTypeLike, count: int, position: TPosition,
+                 slot: _Slot | None = None) -> None:
         self.core = core
         self.offset = offset
-        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.dtype: np.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.itemsize = self.dtype.itemsize
         self.count = count
         self.position = position
@@ -103,13 +108,14 @@ class LocalTensor:
         return LocalTensor(self.core, self.offset + offset * self.itemsize, self.dtype,
                            self.count - offset, self.position, self.slot)
 
-    def reinterpret(self, dtype) -> LocalTensor:
+    def reinterpret(self, dtype: DTypeLike) -> LocalTensor:
         """ReinterpretCast: the same bytes seen as another type."""
         dtype = np.dtype(dtype)
         return LocalTensor(self.core, self.offset, dtype, self.nbytes // dtype.itemsize,
                            self.position, self.slot)
 
-    def access(self, elems, role: str, const: bool = False, bits: bool = False) -> Access:
+    def access(self, elems: Elems | np.integer, role: str, const: bool = False,
+               bits: bool = False) -> Access:
         """The operand an instruction reports to the core's observers (see observe.Access)."""
         return Access(self.space, self.offset, self.itemsize, elems, role, const, bits=bits)
 
@@ -130,7 +136,7 @@ class LocalTensor:
     def numpy(self) -> np.ndarray:
         return self.view().copy()
 
-    def get_value(self, index: int):
+    def get_value(self, index: int) -> float:
         """GetValue: the scalar unit reads one element (order it after the write with a
         flag to PIPE_S, e.g. MTE2_S, as on the chip)."""
         if not 0 <= index < self.count:
@@ -151,7 +157,7 @@ class _Slot:
 
     __slots__ = ("offset", "nbytes", "event_id", "in_use", "release_pending", "owner")
 
-    def __init__(self, offset: int, nbytes: int, event_id: int, owner: TQue):
+    def __init__(self, offset: int, nbytes: int, event_id: int, owner: TQue) -> None:
         self.owner = owner
         self.offset = offset
         self.nbytes = nbytes
@@ -161,7 +167,7 @@ class _Slot:
 
 
 class TQue:
-    def __init__(self, position: TPosition, depth: int = 1):
+    def __init__(self, position: TPosition, depth: int = 1) -> None:
         if position not in _PIPES:
             raise IllegalInstruction(
                 f"TQue position {position.value} has no queue here: on dav-c220 CO2 is GM "
@@ -174,7 +180,7 @@ class TQue:
         self._next = 0
         self.core: AICore | None = None
 
-    def alloc_tensor(self, dtype) -> LocalTensor:
+    def alloc_tensor(self, dtype: DTypeLike) -> LocalTensor:
         """AllocTensor: take the next free slot; waits for the consumer to have freed it."""
         core = self.core
         if core is None:
@@ -204,10 +210,10 @@ class TQue:
             raise ResourceLimit(
                 f"enque on a {self.position.value} queue of depth {self.depth} that already "
                 f"holds {len(self._queue)} tensor(s): deque first")
-        self._check_own(tensor, "enque")
+        slot = self._check_own(tensor, "enque")
         producer, consumer = self.pipes
         if producer is not consumer:
-            self.core.set_flag(producer, consumer, tensor.slot.event_id, "enque")
+            self._core.set_flag(producer, consumer, slot.event_id, "enque")
         self._queue.append(tensor)
 
     def deque(self) -> LocalTensor:
@@ -218,12 +224,12 @@ class TQue:
         tensor = self._queue.popleft()
         producer, consumer = self.pipes
         if producer is not consumer:
-            self.core.wait_flag(producer, consumer, tensor.slot.event_id, "deque")
+            assert tensor.slot is not None        # enque checked it is one of this queue's
+            self._core.wait_flag(producer, consumer, tensor.slot.event_id, "deque")
         return tensor
 
     def free_tensor(self, tensor: LocalTensor) -> None:
-        self._check_own(tensor, "free_tensor")
-        slot = tensor.slot
+        slot = self._check_own(tensor, "free_tensor")
         if not slot.in_use:
             raise ResourceLimit(f"free_tensor of a {self.position.value} buffer that is not "
                                 f"allocated")
@@ -231,9 +237,9 @@ class TQue:
         producer, consumer = self.pipes
         if producer is not consumer:
             slot.release_pending = True
-            self.core.set_flag(consumer, producer, slot.event_id, "free_tensor")
-        if self.core.observers:
-            self.core.buffer_event(SyncKind.FREE, "free_tensor", self._buffer(slot))
+            self._core.set_flag(consumer, producer, slot.event_id, "free_tensor")
+        if self._core.observers:
+            self._core.buffer_event(SyncKind.FREE, "free_tensor", self._buffer(slot))
 
     def _buffer(self, slot: _Slot) -> Access:
         return Access(self.position.space, slot.offset, 1, slot.nbytes, self.position.value)
@@ -242,29 +248,36 @@ class TQue:
         if slot.release_pending:
             slot.release_pending = False
             producer, consumer = self.pipes
-            self.core.wait_flag(consumer, producer, slot.event_id, "alloc_tensor")
+            self._core.wait_flag(consumer, producer, slot.event_id, "alloc_tensor")
 
     def destroy(self) -> None:
         """What TPipe's destructor does: wait for every buffer's last release."""
         for slot in self.slots:
             self._wait_release(slot)
 
-    def _check_own(self, tensor: LocalTensor, what: str) -> None:
+    @property
+    def _core(self) -> AICore:
+        """The core init_buffer gave this queue (it has slots, so it was set up)."""
+        assert self.core is not None
+        return self.core
+
+    def _check_own(self, tensor: LocalTensor, what: str) -> _Slot:
         if tensor.slot is None or tensor.slot.owner is not self:
             raise IllegalInstruction(f"{what}: the tensor does not belong to this "
                                      f"{self.position.value} queue")
+        return tensor.slot
 
 
 class TBuf:
     """Scratch memory with no synchronisation: InitBuffer(buf, len) then get()."""
 
-    def __init__(self, position: TPosition = TPosition.VECCALC):
+    def __init__(self, position: TPosition = TPosition.VECCALC) -> None:
         self.position = position
         self.core: AICore | None = None
         self.offset = 0
         self.nbytes = 0
 
-    def get(self, dtype, count: int | None = None) -> LocalTensor:
+    def get(self, dtype: DTypeLike, count: int | None = None) -> LocalTensor:
         if self.core is None:
             raise IllegalInstruction("TBuf.get on a buffer that pipe.init_buffer never set up")
         dtype = np.dtype(dtype)
@@ -279,7 +292,7 @@ class TPipe:
     """Hands out each memory of the core (UB on a vector core; L1, L0A, L0B, L0C, BiasTable and
     Fixpipe buffer on a Cube core) from address 0 upward; the limits are the chip's."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.core = current_core()
         self.core.pipes.append(self)
         self.queues: list[TQue] = []
@@ -354,7 +367,7 @@ class TPipe:
         self.queue_buffers[que.position] = used
         self.event_ids[pair] = taken
 
-    def alloc_event_id(self, event) -> int:
+    def alloc_event_id(self, event: HardEvent) -> int:
         """AllocEventID<event>(): an event id of that pipe pair that no queue of this pipe uses,
         for a kernel's own set_flag/wait_flag. A hard-coded id may be one a queue's slot
         already uses for enque/deque, and a wait then takes the queue's flag, not the kernel's."""
@@ -373,7 +386,7 @@ class TPipe:
             q.destroy()
 
 
-def local_tensor(position: TPosition, dtype, byte_addr: int, count: int) -> LocalTensor:
+def local_tensor(position: TPosition, dtype: DTypeLike, byte_addr: int, count: int) -> LocalTensor:
     """LocalTensor<T>(TPosition, addr, len): a tensor at a fixed address of the position's
     memory, with no queue (the basic-API style, ordered by set_flag/wait_flag) [BPB]. Its
     start must be aligned as the memory requires and it must fit in it (an instruction

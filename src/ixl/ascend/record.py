@@ -48,7 +48,7 @@ class CrossEdge:
 class TimelineRecorder(Observer):
     """Per core of the latest launch: `slices` and `edges`; `cross` the cross-core flags."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.scalar_issue = 0.0
         self.slices: dict[int, list[Slice]] = {}
         self.edges: dict[int, list[FlagEdge]] = {}
@@ -73,11 +73,13 @@ class TimelineRecorder(Observer):
         if ev.issued is not None:
             self._dispatch(ev.core, ev.issued)
         if ev.kind is SyncKind.WAIT:
+            assert ev.src is not None and ev.dst is not None
             self.edges[ev.core].append(FlagEdge(f"{ev.src.name}_{ev.dst.name}:{ev.event_id}",
                                                 ev.src, ev.fired, ev.dst, ev.time))
         elif ev.kind is SyncKind.CROSS_SET:
             self._sets[ev.core].append((ev.src, ev.time))
         elif ev.kind is SyncKind.CROSS_WAIT:
+            assert isinstance(ev.peer, tuple)
             for setter, number in ev.peer:
                 pipe, when = self._sets[setter][number - 1]
                 self.cross.append(CrossEdge(ev.event_id, setter, pipe, when, ev.core, ev.time))

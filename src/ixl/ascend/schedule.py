@@ -16,6 +16,7 @@ order the host runs the cores in.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -42,7 +43,7 @@ class Slot:
     __slots__ = ("core_id", "blocks", "group", "sub_block", "ratio")
 
     def __init__(self, core_id: CoreId, blocks: list[int], group: int = 0, sub_block: int = 0,
-                 ratio: int = 1):
+                 ratio: int = 1) -> None:
         self.core_id, self.blocks, self.group = core_id, blocks, group
         self.sub_block, self.ratio = sub_block, ratio
 
@@ -89,7 +90,8 @@ class Runner:
     """Runs every block of a launch on its core; interleaves cores that wait for each other."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list, end_phase=lambda: None):
+                 flag_latency: float, observers: list, end_phase: Callable[[], None] = lambda: None
+                 ) -> None:
         """`end_phase` is called whenever every core has reached a SyncAll or the end, before
         the cores meet (the chip settles what the phase did to L2)."""
         self.cores = cores
@@ -102,7 +104,7 @@ class Runner:
         self.phase = 0
         self.end_phase = end_phase
 
-    def run(self, body, threads: int) -> None:
+    def run(self, body: Callable[[], object], threads: int) -> None:
         def first(core: AICore) -> None:
             with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
                 self._run_blocks(core, body)
@@ -167,6 +169,7 @@ class Runner:
             return
 
     def _pass(self, core: AICore, flag: int) -> bool:
+        assert self.board is not None       # cross_core_wait_flag runs only in a mix kernel
         token = self.board.take(core.core_id, flag)
         if token is None:
             return False
@@ -181,8 +184,8 @@ class Runner:
                 progressed = False
                 for c in self.cores:
                     entry = self.paused.get(c.core_id)
-                    if entry and isinstance(entry[1], CrossCoreWait) and \
-                            self.board.ready(c.core_id, entry[1].flag_id):
+                    if entry and isinstance(entry[1], CrossCoreWait) and self.board is not None \
+                            and self.board.ready(c.core_id, entry[1].flag_id):
                         c.resume()
                         self._pass(c, entry[1].flag_id)
                         self._step(c, entry[0])

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .chips import ChipSpec
 from .core import AICore, CoreId, CoreKind, Mode, as_core_id, memory_bytes
@@ -112,7 +113,7 @@ class LaunchRecord:
 class SimulatedChip:
     """The backend the runtime talks to (nixl.backend.Backend): GM, the cores, launches."""
 
-    def __init__(self, chip: ChipSpec):
+    def __init__(self, chip: ChipSpec) -> None:
         self.chip = chip
         self.gm = GlobalMemory()
         self.version = CHIP_MODEL_VERSION
@@ -128,6 +129,7 @@ class SimulatedChip:
     def unmap(self, addr: int) -> None:
         seg = self.gm.segment_at(addr)
         self.gm.unmap(addr)
+        assert seg is not None                      # gm.unmap checked addr is mapped
         self.l2.drop(seg)
 
     def read(self, addr: int, nbytes: int) -> np.ndarray:
@@ -139,6 +141,7 @@ class SimulatedChip:
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         self.gm.bytes(addr, raw.nbytes)[:] = raw
         seg = self.gm.segment_at(addr)
+        assert seg is not None                      # gm.bytes checked addr is mapped
         self.l2.invalidate(seg, addr - seg.addr, raw.nbytes)
 
     def flush_l2(self) -> None:
@@ -148,7 +151,7 @@ class SimulatedChip:
     def mapped(self, addr: int) -> bool:
         return self.gm.segment_at(addr) is not None
 
-    def window(self, addr: int, dtype, count: int, name: str) -> GlobalTensor:
+    def window(self, addr: int, dtype: DTypeLike, count: int, name: str) -> GlobalTensor:
         """A kernel argument: a typed window of GM, checked on every access."""
         return GlobalTensor(self.gm, addr, dtype, count, name)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -25,6 +26,10 @@ from .errors import AicoreOutOfBound, IllegalInstruction
 from .pipe import LocalTensor
 from .timeline import Pipe
 from .ubbanks import Operand
+
+# A vector instruction's lanes: a count (the count form), or a mask (an int in continuous
+# mode, [low, high] 64-bit words in bitwise mode) with repeat_times.
+CountOrMask = int | Sequence[int]
 
 F16, F32, I16, I32 = (np.dtype(t) for t in (np.float16, np.float32, np.int16, np.int32))
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -184,10 +189,11 @@ def _elements(operands, idx, mask, repeat: int, lanes: int):
     key = _mask_key(mask)
     boxes = [_box(repeat, blk, rep, blk_elems, key, lanes, role == "dst")
              for _, blk, rep, role in operands]
-    if all(boxes):
+    full = [b for b in boxes if b is not None]
+    if len(full) == len(boxes):
         dst, *sources = [np.ndarray(shape, t.dtype, buffer=t.core.memories[t.space],
                                     offset=t.offset, strides=tuple(s * t.itemsize for s in steps))
-                         for (t, *_), (shape, steps) in zip(operands, boxes)]
+                         for (t, *_), (shape, steps) in zip(operands, full)]
 
         def store(result) -> None:
             dst[...] = result
@@ -241,7 +247,7 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
 
 def _binary(op: str, fn, allowed=_ARITH):
     def instr(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, count_or_mask,
-              repeat_times: int | None = None, params: BinaryRepeatParams | None = None):
+              repeat_times: int | None = None, params: BinaryRepeatParams | None = None) -> None:
         for t in (dst, src0, src1):
             _check_dtype(op, t, allowed)
         _check_aligned(op, (dst, "dst"), (src0, "src0"), (src1, "src1"))
@@ -285,7 +291,7 @@ def _binary(op: str, fn, allowed=_ARITH):
 def _unary(op: str, fn, allowed=_FLOAT):
     """`fn(x, compute_dtype)` returns the result in the compute dtype."""
     def instr(dst: LocalTensor, src: LocalTensor, count_or_mask,
-              repeat_times: int | None = None, params: UnaryRepeatParams | None = None):
+              repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
         _check_dtype(op, dst, allowed)
         _check_dtype(op, src, allowed)
         _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
@@ -332,7 +338,7 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
 
 def _scalar_op(op: str, fn, allowed=_ARITH):
     def instr(dst: LocalTensor, src: LocalTensor, scalar, count_or_mask,
-              repeat_times: int | None = None, params: UnaryRepeatParams | None = None):
+              repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
         _check_dtype(op, dst, allowed)
         _check_dtype(op, src, allowed)
         cd = _compute_dtype(dst.dtype)
@@ -388,8 +394,9 @@ rsqrt = _unary("rsqrt", _rsqrt)
 relu = _unary("relu", lambda x, cd: np.maximum(x, cd.type(0), dtype=cd), _FLOAT | {I32})
 
 
-def duplicate(dst: LocalTensor, scalar, count_or_mask, repeat_times: int | None = None,
-              dst_blk_stride: int = 1, dst_rep_stride: int = 8) -> None:
+def duplicate(dst: LocalTensor, scalar: float, count_or_mask: CountOrMask,
+              repeat_times: int | None = None, dst_blk_stride: int = 1,
+              dst_rep_stride: int = 8) -> None:
     """Duplicate: fill with a scalar (count form, or mask/repeat form with dst strides)."""
     _check_dtype("duplicate", dst, _ARITH)
     value = dst.dtype.type(scalar)
@@ -466,7 +473,7 @@ def round_to(x: np.ndarray, dst: np.dtype, mode: RoundMode) -> np.ndarray:
     return np.where(back == x, nearest, odd)
 
 
-def cast(dst: LocalTensor, src: LocalTensor, round_mode: RoundMode, count_or_mask,
+def cast(dst: LocalTensor, src: LocalTensor, round_mode: RoundMode, count_or_mask: CountOrMask,
          repeat_times: int | None = None, params: UnaryRepeatParams | None = None) -> None:
     """Cast(dst, src, roundMode, count) or the mask/repeat form."""
     allowed = CAST_PATHS.get((src.dtype, dst.dtype))
@@ -564,10 +571,11 @@ def _select_operands(count: int, dst: LocalTensor, mask: LocalTensor, src0: Loca
     return tuple(reads), (dst.access(count, "dst"),)
 
 
-def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray, count: int) -> None:
+def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray | None, count: int) -> None:
     _check_dtype(op, dst, _MASK)
     _check_extent(op, dst, count // 8, "dst")
     if not dst.core.mode.timing_only:
+        assert bits is not None                     # computed unless timing only
         dst.view(count // 8)[...] = np.packbits(bits, bitorder="little")
 
 
@@ -589,7 +597,8 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
                                                                    (src1, "src1"))))
 
 
-def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, count: int) -> None:
+def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar: float, mode: CmpMode,
+                   count: int) -> None:
     """CompareScalar(dst, src, scalar, cmpMode, count)."""
     _check_dtype("compare", src, _FLOAT)
     _check_aligned("compare_scalar", (dst, "dst"), (src, "src"))
@@ -603,7 +612,8 @@ def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar, mode: CmpMode, co
         core.observe(Pipe.V, "compare_scalar", *_bit_operands(count, dst, ((src, "src"),)))
 
 
-def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1, count: int) -> None:
+def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1: LocalTensor | float,
+           count: int) -> None:
     """Select(dst, selMask, src0, src1, count): src0 where the mask bit is 1, else src1
     (a tensor, or a scalar as in VSEL_TENSOR_SCALAR_MODE)."""
     _check_dtype("select", mask, _MASK)

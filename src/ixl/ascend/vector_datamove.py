@@ -58,7 +58,7 @@ def _check_disjoint(op: str, dst: LocalTensor, dst_elems: int, *srcs) -> None:
 _INDEX_TYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.int16, np.int32))
 
 
-def create_vec_index(dst: LocalTensor, first_value, count: int) -> None:
+def create_vec_index(dst: LocalTensor, first_value: float, count: int) -> None:
     """CreateVecIndex(dst, firstValue, count): dst[i] = first_value + i."""
     op = "create_vec_index"
     if dst.dtype not in _INDEX_TYPES:
@@ -111,7 +111,7 @@ def gather(dst: LocalTensor, src: LocalTensor, offsets: LocalTensor, src_base: i
         dst.view(count)[...] = src.view(last)[idx]
     core.issue(Pipe.V, "gather", core.costs.vector("gather", dst.itemsize, count))
     if core.observers:
-        ops = ((), ())
+        ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
         if count:
             src_read = src.access(idx if idx is not None else src.count, "src")
             ops = ((offsets.access(count, "offsets"), src_read), (dst.access(count, "dst"),))
@@ -229,7 +229,8 @@ def trans_data_to_5hd(dst_list: list[LocalTensor], src_list: list[LocalTensor],
     core.issue(Pipe.V, op, core.costs.vector("transpose", first.itemsize,
                                              repeats * 16 * blk))
     if core.observers:
-        ops = ((), ()) if not repeats else (
-            (Access(Space.UB, 0, first.itemsize, src_idx, "src"),),
-            (Access(Space.UB, 0, first.itemsize, dst_idx, "dst"),))
+        ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
+        if src_idx is not None and dst_idx is not None:        # repeats > 0
+            ops = ((Access(Space.UB, 0, first.itemsize, src_idx, "src"),),
+                   (Access(Space.UB, 0, first.itemsize, dst_idx, "dst"),))
         core.observe(Pipe.V, op, *ops)

@@ -20,6 +20,7 @@ NaN score is unspecified; here it sorts after every number, as numpy's does).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .errors import IllegalInstruction
 from .pipe import LocalTensor
@@ -84,7 +85,7 @@ def sort32(dst: LocalTensor, scores: LocalTensor, indices: LocalTensor,
 
 
 def mrg_sort(dst: LocalTensor, sources: list[LocalTensor], element_lengths: list[int],
-             score_dtype) -> None:
+             score_dtype: DTypeLike) -> None:
     """MrgSort(dst, MrgSortSrcList, MrgSort4Info{elementLengths, validBit}): 2 to 4 sorted
     lists of pairs merged into one (`score_dtype`: the scores' type, float16 or float32)."""
     op = "mrg_sort"

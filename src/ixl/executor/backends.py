@@ -19,6 +19,7 @@ from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from types import ModuleType
 
 from ..hixl import BadInput
 from .task import Outcome, Task, close_all, execute, failure, local_scope, one_line
@@ -57,7 +58,7 @@ class Backend(ABC):
 class InProcess(Backend):
     """One task after the other in this process (one item, `--workers 1`, tests)."""
 
-    def run(self, tasks):
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         store: dict = {}               # this sweep's devices and models, closed at its end
         try:
             for task in tasks:
@@ -76,7 +77,7 @@ class _Queue:
     again, alone, so a task that kills its worker is told apart from those that merely ran
     beside it; lost when alone, it is an error outcome."""
 
-    def __init__(self, tasks: Iterable[Task]):
+    def __init__(self, tasks: Iterable[Task]) -> None:
         self.todo = iter(tasks)
         self.next = next(self.todo, None)
         self.suspects: list[Task] = []
@@ -153,7 +154,7 @@ class ProcessPool(Backend):
     """`workers` local processes, started fresh ("spawn": they inherit no state of this one)
     and kept for the whole sweep, each with its own devices."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int) -> None:
         self.workers = workers
 
     def describe(self) -> str:
@@ -180,10 +181,10 @@ class ProcessPool(Backend):
             raise
         return pool
 
-    def run(self, tasks):
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         queue = _Queue(tasks)
         pool = self._pool()
-        pending = {}
+        pending: dict = {}
         finished = False
         try:
             while True:
@@ -219,7 +220,7 @@ RAY_INSTALL = "pip install 'ixl[ray]'"
 CONNECT_SECONDS = 5.0       # [U] a cluster head answers a TCP connect in well under this
 
 
-def import_ray():
+def import_ray() -> ModuleType:
     """Ray, imported only when asked for (the optional extra)."""
     try:
         import ray
@@ -254,7 +255,7 @@ class RayCluster(Backend):
     is already initialised in this process (a notebook, a test), that cluster is used as is and
     left running. ixl must be installed on the cluster's nodes."""
 
-    def __init__(self, address: str = "auto"):
+    def __init__(self, address: str = "auto") -> None:
         self.address = address
         self.ray = import_ray()
         self._started = False
@@ -275,12 +276,12 @@ class RayCluster(Backend):
             self._started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
-    def run(self, tasks):
+    def run(self, tasks: Iterable[Task]) -> Generator[Outcome, None, None]:
         ray = self.ray
         self.connect()
         remote = ray.remote(execute).options(max_retries=1)   # once more if its worker dies
         queue = _Queue(tasks)
-        pending = {}
+        pending: dict = {}
         try:
             while True:
                 while queue and len(pending) < self.workers * (1 + QUEUED_PER_WORKER):

@@ -14,6 +14,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.progress import Task as RichTask
 from rich.table import Table
 from rich.text import Text
 
@@ -25,7 +26,7 @@ from .task import ERROR, FAILED, OK, Outcome, Task
 class RateColumn(ProgressColumn):
     """Tasks per second over the last half minute (rich's own estimate)."""
 
-    def render(self, task) -> Text:
+    def render(self, task: RichTask) -> Text:
         speed = task.finished_speed or task.speed
         return Text("-/s" if speed is None else f"{speed:.1f}/s", style="progress.data.speed")
 
@@ -34,7 +35,7 @@ class ProgressBar(Observer):
     """A transient bar on stderr when stderr is a terminal; nothing otherwise (piped output
     and logs stay clean)."""
 
-    def __init__(self, title: str, label: Callable[[Task], str] = lambda task: task.id):
+    def __init__(self, title: str, label: Callable[[Task], str] = lambda task: task.id) -> None:
         self.title, self.label = title, label
         self.bar: Progress | None = None
 

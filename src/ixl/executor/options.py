@@ -4,6 +4,8 @@ node-case runner) and the backend they choose."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from ..files import check_output_file
 from ..hixl import BadInput
@@ -18,7 +20,7 @@ def _workers(text: str) -> int:
     return int(text)
 
 
-def add_sweep_options(parser) -> None:
+def add_sweep_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("running the sweep")
     group.add_argument("--workers", type=_workers, metavar="N",
                        help=f"local worker processes (default: the cores, {core_count()} here, "
@@ -32,7 +34,7 @@ def add_sweep_options(parser) -> None:
                        help="continue the sweep in --results: run only the tasks it lacks")
 
 
-def check_sweep_options(args) -> None:
+def check_sweep_options(args: argparse.Namespace) -> None:
     """The flags together make sense and the results file can be written (before any work)."""
     if args.workers is not None and args.ray is not None:
         raise BadInput("--workers and --ray: choose one (on Ray, the cluster's CPUs are the "
@@ -43,7 +45,7 @@ def check_sweep_options(args) -> None:
         check_output_file("--results", args.results)
 
 
-def refuse_sweep_options(args, sweep_flag: str) -> None:
+def refuse_sweep_options(args: argparse.Namespace, sweep_flag: str) -> None:
     """A command that runs a sweep only with `sweep_flag` refuses the sweep flags without it."""
     given = [f"--{name}" for name in ("workers", "ray", "results", "resume")
              if getattr(args, name) not in (None, False)]
@@ -52,7 +54,7 @@ def refuse_sweep_options(args, sweep_flag: str) -> None:
                        f"with {sweep_flag} (a sweep)")
 
 
-def choose_backend(args, tasks: int) -> Backend:
+def choose_backend(args: argparse.Namespace, tasks: int) -> Backend:
     """Ray when asked; else `--workers` processes (1: this process); by default this process
     for a single task and a pool of one process per core for more."""
     if args.ray is not None:
@@ -62,7 +64,8 @@ def choose_backend(args, tasks: int) -> Backend:
     return InProcess() if workers == 1 else ProcessPool(workers)
 
 
-def run_from_args(args, sweep: Sweep, title: str, label=lambda task: task.id) -> Report:
+def run_from_args(args: argparse.Namespace, sweep: Sweep, title: str,
+                  label: Callable[[Any], str] = lambda task: task.id) -> Report:
     """The sweep on the backend the flags choose, with a progress bar (not with --json)."""
     check_sweep_options(args)
     backend = choose_backend(args, len(sweep.tasks))

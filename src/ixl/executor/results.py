@@ -27,7 +27,7 @@ FSYNC_SECONDS = 0.5         # [U] fsync costs milliseconds here; per record it w
 class ResultsFile:
     """An open results file; `recorded` holds the outcomes already in it (on resume)."""
 
-    def __init__(self, path: str, header: dict, resume: bool):
+    def __init__(self, path: str, header: dict, resume: bool) -> None:
         self.path = path
         self.header = json.loads(json.dumps({"ixl_sweep": FORMAT, **header}))  # as read back
         self.recorded: dict[str, Outcome] = {}

@@ -8,20 +8,23 @@ import time
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from .backends import Backend, InProcess
 from .results import ResultsFile
 from .task import ERROR, FAILED, Outcome, Task
 
+T = TypeVar("T", bound=Task)
+
 
 @dataclass
-class Sweep:
+class Sweep(Generic[T]):
     """`kind` and `params` say what the tasks are (and must match to resume a results file);
     the tasks are in the order the final table lists them."""
 
     kind: str
     params: dict
-    tasks: Sequence[Task]
+    tasks: Sequence[T]
 
     def __post_init__(self):
         ids = [t.id for t in self.tasks]

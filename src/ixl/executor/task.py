@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -100,7 +100,7 @@ def execute(task: Task) -> Outcome:
                    seconds=time.perf_counter() - start)
 
 
-def jsonable(value):
+def jsonable(value: object) -> Any:
     """`value` as plain JSON: numpy arrays and scalars as lists and numbers, tuples as lists,
     and any other object (an If's branch function) by its type name, the same in every
     process."""
@@ -117,12 +117,14 @@ def jsonable(value):
 
 # ---------------------------------------------------------------- per-worker state
 
+T = TypeVar("T")
+
 _PROCESS: dict = {}                 # a worker process's objects, kept until it ends
 _PROCESS_LOCK = threading.Lock()
 _scope = threading.local()          # an in-process sweep's own objects, on its thread
 
 
-def worker_local(key: tuple, make: Callable[[], object]):
+def worker_local(key: tuple, make: Callable[[], T]) -> T:
     """The object for `key` in this worker, made by `make()` on first use: in a worker
     process, one per process (under a lock, so threads share it); during an in-process sweep,
     one per sweep (`local_scope`), closed when it ends."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .errors import DtypeError
 
@@ -36,7 +37,7 @@ def to_numpy(name: str) -> np.dtype:
         raise DtypeError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
 
 
-def name_of(dtype) -> str:
+def name_of(dtype: DTypeLike) -> str:
     dtype = np.dtype(dtype)
     for name, dt in DTYPES.items():
         if dt == dtype:

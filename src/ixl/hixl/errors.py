@@ -6,7 +6,7 @@ from __future__ import annotations
 class HixlError(ValueError):
     symptom = "shape mismatch"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(f"{message} (see: ixl explain '{self.symptom}')")
 
 

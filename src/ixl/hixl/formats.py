@@ -18,12 +18,13 @@ Leading (batch) dims pass through. `*_to_nd` / `*_to_nchw` crop the padding off 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 FRACTAL = 16          # rows of a fractal (and columns of an L0C one)
 BLOCK_BYTES = 32      # a fractal row: C0 elements
 
 
-def c0_of(dtype) -> int:
+def c0_of(dtype: DTypeLike) -> int:
     """C0: elements per 32-byte fractal row."""
     return BLOCK_BYTES // np.dtype(dtype).itemsize
 

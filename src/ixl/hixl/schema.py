@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import dtypes as dt
 from .errors import AttrError, DtypeError, ShapeMismatch
@@ -80,7 +81,7 @@ class Attr:
     required: bool = False
     item: type = int                # the element kind of a list attribute
 
-    def check(self, op: str, name: str, value) -> Any:
+    def check(self, op: str, name: str, value: Any) -> Any:
         """`value` if it is of this attribute's kind, else an error naming the attribute, the
         kind it takes and what it got (a string '1' for an int is refused, not converted)."""
         if _is_kind(value, self.kind) and (self.kind is not list
@@ -156,7 +157,7 @@ def normalize_axes(op: str, axes: Sequence[int], rank: int, what: str = "axes") 
     return out
 
 
-def contents(value) -> tuple:
+def contents(value: ArrayLike) -> tuple:
     """A host input's contents as ArgSpec.value holds them: flat, Python numbers."""
     return tuple(np.asarray(value).reshape(-1).tolist())
 
@@ -304,12 +305,12 @@ class OpSchema:
             raise AttrError(f"{self.name}: attribute {', '.join(missing)} is required")
         return bound
 
-    def infer(self, specs: Sequence[ArgSpec], attrs: dict | None = None) -> list[ArgSpec]:
+    def infer(self, specs: Sequence[ArgSpec | None], attrs: dict | None = None) -> list[ArgSpec]:
         bound = self.check(specs, attrs)
         return self.infer_fn(self, list(specs), bound)
 
     # ---- the golden ----
-    def reference(self, *arrays: np.ndarray | None, **attrs) -> list[np.ndarray]:
+    def reference(self, *arrays: np.ndarray | None, **attrs: Any) -> list[np.ndarray]:
         """The golden: half inputs computed in float32, float32 in float64, each output rounded
         once to the dtype `infer` gives it."""
         bound = self.bind_attrs(attrs)

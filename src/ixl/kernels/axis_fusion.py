@@ -11,6 +11,8 @@ consumers read scalars only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ascend import lang as asc
 from ..hixl.dtypes import FLOATS
 from ..intmath import round_up
@@ -61,7 +63,8 @@ def _unique(ids: list) -> tuple:
 class FusedAxisKernel(AxisKernel):
     """An axis kernel with elementwise bodies before its op (computing x) and after it."""
 
-    def __init__(self, ctx: KernelContext, op: AxisOp, fusion: Fusion, inputs: tuple, y):
+    def __init__(self, ctx: KernelContext, op: AxisOp, fusion: Fusion, inputs: tuple,
+                 y: asc.GlobalTensor) -> None:
         """`inputs`: the kernel's inputs by value id (the bodies' tiles and scalars)."""
         params = [None if i is None else inputs[i] for i in fusion.params]
         params += [None] * (op.params - len(params))          # omitted trailing parameters
@@ -85,7 +88,8 @@ class FusedAxisKernel(AxisKernel):
         self.prologue = resolve_program(fusion.prologue, values)
         self.epilogue = resolve_program(fusion.epilogue, values)
 
-    def run_steps(self, program: list, values: list, tile: Tile, last):
+    def run_steps(self, program: list, values: list, tile: Tile,
+                  last: asc.LocalTensor | None) -> asc.LocalTensor:
         """Run a program's bodies over the whole tile (pad lanes too); each result goes to the
         next result buffer, the last to `last` (None: a result buffer too). A chain's step
         reads only its predecessor's result, so two buffers in turn suffice."""
@@ -96,7 +100,7 @@ class FusedAxisKernel(AxisKernel):
             values.append(out)
         return values[-1]
 
-    def load(self, tile: Tile, seg: Segment):
+    def load(self, tile: Tile, seg: Segment) -> asc.LocalTensor:
         """x computed from the prologue's input tiles; its pad lanes get the op's identity
         back, as bodies leave anything there."""
         if not self.prologue:
@@ -114,7 +118,8 @@ class FusedAxisKernel(AxisKernel):
         tile.fill_pads(x, self.op.pad, tile.count)
         return x
 
-    def finish(self, tile: Tile, y, x, st: list):
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor,
+               st: list) -> asc.LocalTensor:
         """The op's output, then the epilogue's bodies on it."""
         result = x if (self.widen or self.epilogue) else y
         self.op.finish(tile, result, x, st)
@@ -124,7 +129,7 @@ class FusedAxisKernel(AxisKernel):
         return result
 
 
-def make_fused_kernel(name: str, op: AxisOp, fusion: Fusion):
+def make_fused_kernel(name: str, op: AxisOp, fusion: Fusion) -> Callable[..., None]:
     """The device kernel of a fusion around `op`: the GM tensors are the kernel's inputs (by
     value id), then y."""
 

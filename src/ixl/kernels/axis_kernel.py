@@ -12,6 +12,7 @@ Fused kernels (axis_fusion.py) subclass this one and override load and emit.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from .axis_layout import LAYOUTS, Segment, Tile, folded_offsets, outer_offset
 from .axis_plan import AxisTiling, param_region
 from .axis_ub import PLAIN, STAT_ITEMSIZE, Fusion, ub_plan
 from .ub import convert, copy_rows, fill
+
+if TYPE_CHECKING:
+    from ..ascend.lang import LocalTensor
 
 
 class AxisOp:
@@ -42,19 +46,20 @@ class AxisOp:
         """Whether the op needs a tile-sized float scratch in this layout."""
         return False
 
-    def first(self, tile: Tile, x, st: list, n: int) -> None:
+    def first(self, tile: Tile, x: LocalTensor, st: list, n: int) -> None:
         raise NotImplementedError
 
-    def merge(self, tile: Tile, acc: list, seg: list, tmp, n_acc: int, n_seg: int) -> None:
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: LocalTensor, n_acc: int,
+              n_seg: int) -> None:
         raise NotImplementedError
 
     def finalize(self, tile: Tile, st: list, n: int) -> None:
         pass
 
-    def prepare(self, tile: Tile, x, st: list) -> None:
+    def prepare(self, tile: Tile, x: LocalTensor, st: list) -> None:
         pass
 
-    def finish(self, tile: Tile, y, x, st: list) -> None:
+    def finish(self, tile: Tile, y: LocalTensor, x: LocalTensor, st: list) -> None:
         pass
 
 
@@ -62,7 +67,7 @@ class StatOutputs:
     """The statistics outputs of the units (a reduction's result, LayerNorm's mean and
     inv_std): each unit's values converted into a slot of the stat queue and copied out."""
 
-    def __init__(self, op: AxisOp, queue, gm: list, sdt: np.dtype, cap: int):
+    def __init__(self, op: AxisOp, queue: asc.TQue, gm: list, sdt: np.dtype, cap: int) -> None:
         self.op, self.queue, self.gm, self.sdt, self.cap = op, queue, gm, sdt, cap
 
     def _regions(self, slot) -> list:
@@ -103,8 +108,8 @@ class StatOutputs:
 class AxisKernel:
     """One block of an axis kernel: its pipe, queues and buffers, and the unit loop."""
 
-    def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list, y,
-                 stat_outs: list, fusion: Fusion = PLAIN):
+    def __init__(self, ctx: KernelContext, op: AxisOp, xs: list, params: list,
+                 y: asc.GlobalTensor | None, stat_outs: list, fusion: Fusion = PLAIN) -> None:
         """Init: every buffer of the UB plan. `xs`: the GM tensors loaded as tiles (x, or a
         fusion's prologue inputs); `params`: the parameter vectors (None: omitted)."""
         tiling: AxisTiling = ctx.tiling
@@ -130,7 +135,7 @@ class AxisKernel:
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
-        self.param_tensors = [None] * len(params)
+        self.param_tensors: list[LocalTensor | None] = [None] * len(params)
         for j, i in enumerate(present):
             self.param_tensors[i] = par[j * tiling.pitch]
         self._held = None
@@ -220,7 +225,7 @@ class AxisKernel:
                       tile.pitch, self.layout.copy_pad(self.op))
         self.in_q.enque(slot)
 
-    def load(self, tile: Tile, seg: Segment):
+    def load(self, tile: Tile, seg: Segment) -> LocalTensor:
         """The tile of x in UB, in the compute dtype, pad lanes holding the op's identity."""
         self.copy_in(tile, seg)
         slot = self.in_q.deque()
@@ -240,7 +245,7 @@ class AxisKernel:
             self._held = None
 
     # ---- y out ----
-    def emit(self, tile: Tile, x, st: list, seg: Segment) -> None:
+    def emit(self, tile: Tile, x: LocalTensor, st: list, seg: Segment) -> None:
         if not self.op.has_y:
             self.release()
             return
@@ -252,13 +257,14 @@ class AxisKernel:
         self.release()
         self.copy_out(tile, seg)
 
-    def finish(self, tile: Tile, y, x, st: list):
+    def finish(self, tile: Tile, y: LocalTensor, x: LocalTensor, st: list) -> LocalTensor:
         """The op's output: into y, or into x when a conversion to y follows."""
         result = x if self.widen else y
         self.op.finish(tile, result, x, st)
         return result
 
     def copy_out(self, tile: Tile, seg: Segment) -> None:
+        assert self.y is not None                   # an op with an output of x's shape
         y = self.out_q.deque()
         copy_rows(self.y[seg.offset], y, seg.rows, seg.count, seg.gm_pitch, tile.pitch)
         self.out_q.free_tensor(y)
@@ -266,7 +272,7 @@ class AxisKernel:
     # ---- parameters (scale, bias) along the normalised row ----
     def load_params(self, tile: Tile, pos: int) -> None:
         for src, dst in zip(self.param_src, self.param_tensors):
-            if src is None:
+            if src is None or dst is None:          # dst: the UB row of each src given
                 continue
             p = self.in_q.alloc_tensor(self.sdt)
             copy_rows(p, src[pos], 1, tile.count, tile.count, tile.pitch, 0.0)
@@ -278,7 +284,7 @@ class AxisKernel:
     def expand_params(self) -> None:
         """Parameters that broadcast over the normalised row: write the row-long copy into this
         core's part of the workspace, then read it from there like a full-length parameter."""
-        tiling, ws, isz = self.tiling, self.ctx.workspace, self.sdt.itemsize
+        tiling, ws, isz = self.tiling, self.ctx.planned_workspace, self.sdt.itemsize
         most = self.ub.in_slot // isz // self.step * self.step
         for i, (src, repeat) in enumerate(zip(self.param_src, tiling.param_repeat)):
             if src is None or repeat == 1:
@@ -301,7 +307,7 @@ class AxisKernel:
             self.param_src[i] = dst
 
 
-def make_kernel(name: str, op: AxisOp, split: Callable):
+def make_kernel(name: str, op: AxisOp, split: Callable) -> Callable[..., None]:
     """The device kernel: `split(gm)` names x, the parameters, y and the stat outputs among the
     kernel's GM tensors (the schema's inputs, then its outputs)."""
 

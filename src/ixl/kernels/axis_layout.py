@@ -15,7 +15,8 @@ AxisOp sees: the tile's geometry and those operations, bound to the kernel's buf
 from __future__ import annotations
 
 import itertools
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..ascend import lang as asc
 from ..intmath import ceil_div, round_up
@@ -23,16 +24,21 @@ from .axis_ub import reduce_steps, row_pitch
 from .reducers import REDUCERS
 from .ub import as_bits, chunks
 
+if TYPE_CHECKING:
+    from .axis_kernel import AxisKernel, AxisOp
+    from .axis_plan import AxisTiling
+    from .reducers import Reducer
+
 
 class Segment(NamedTuple):
     offset: int      # GM element offset of the first row
     rows: int
-    count: int       # elements per row
+    count: int  # type: ignore[assignment]  # elements per row (shadows tuple.count)
     gm_pitch: int    # GM elements between rows
     pos: int         # position along the normalised row (parameters follow it)
 
 
-def outer_offset(tiling, o: int) -> int:
+def outer_offset(tiling: AxisTiling, o: int) -> int:
     """GM element offset of kept unit `o` (its index over the kept groups)."""
     off = 0
     for size, stride in reversed(tiling.kept):
@@ -41,7 +47,7 @@ def outer_offset(tiling, o: int) -> int:
     return off
 
 
-def folded_offsets(tiling, base: int) -> list[int]:
+def folded_offsets(tiling: AxisTiling, base: int) -> list[int]:
     """The offsets of every combination of the reduced outer groups, from `base`."""
     return [base + sum(i * stride for i, (_, stride) in zip(combo, tiling.folded))
             for combo in itertools.product(*(range(s) for s, _ in tiling.folded))]
@@ -51,7 +57,7 @@ class Tile:
     """`rows` rows of `count` elements in UB (compute dtype) at the layout's pitch, with the
     reductions and broadcasts along the reduced axis."""
 
-    def __init__(self, kernel, rows: int, count: int):
+    def __init__(self, kernel: AxisKernel, rows: int, count: int) -> None:
         self.kernel, self.layout = kernel, kernel.layout
         self.rows, self.count = rows, count
         self.pitch = self.layout.pitch(kernel, count)
@@ -63,21 +69,24 @@ class Tile:
         self.tiling = kernel.tiling
         self.cdt = kernel.cdt
 
-    def reduce(self, kind: str, src, dst, keep: bool = True) -> None:
+    def reduce(self, kind: str, src: asc.LocalTensor, dst: asc.LocalTensor,
+               keep: bool = True) -> None:
         """dst = the `kind` reduction of src along the axis; `keep=False` lets the column
         layout reduce in place."""
         self.layout.reduce(self, REDUCERS[kind], src, dst, keep)
 
-    def apply(self, fn, dst, src, stat) -> None:
+    def apply(self, fn: Callable[..., None], dst: asc.LocalTensor, src: asc.LocalTensor,
+              stat: asc.LocalTensor) -> None:
         """dst = fn(src, stat) with the statistics broadcast along the axis (valid lanes only,
         so row pads keep the identity the next reduction needs)."""
         self.layout.apply(self, fn, dst, src, stat)
 
-    def scale(self, fn, dst, src, vec) -> None:
+    def scale(self, fn: Callable[..., None], dst: asc.LocalTensor, src: asc.LocalTensor,
+              vec: asc.LocalTensor) -> None:
         """dst = fn(src, vec) with one vector along the row for every row (row layout)."""
         rowwise(fn, dst, src, vec, self.rows, self.pitch, self.count, per_row=False)
 
-    def fill_pads(self, x, value, start: int) -> None:
+    def fill_pads(self, x: asc.LocalTensor, value: float, start: int) -> None:
         """Lanes [start, pitch) of every row hold `value` (row layout; columns have no pads)."""
         self.layout.fill_pads(self, x, value, start)
 
@@ -85,7 +94,7 @@ class Tile:
 class RowLayout:
     name = "row"
 
-    def pitch(self, kernel, count: int) -> int:
+    def pitch(self, kernel: AxisKernel, count: int) -> int:
         return row_pitch(count, kernel.chip, kernel.sdt.itemsize, kernel.cdt.itemsize)
 
     def per_statistic(self, rows: int, count: int) -> int:
@@ -94,20 +103,21 @@ class RowLayout:
     def statistics(self, rows: int, pitch: int) -> int:
         return rows
 
-    def copy_pad(self, op) -> float:
+    def copy_pad(self, op: AxisOp) -> float:
         """What the copy pads each row's last block with: the op's identity."""
         return op.pad
 
-    def unit(self, tiling, u: int) -> tuple[int, int, int]:
+    def unit(self, tiling: AxisTiling, u: int) -> tuple[int, int, int]:
         """Unit u's GM offset, where its statistics go, and how many it has."""
         return outer_offset(tiling, u), u, 1
 
-    def segments(self, tiling, offsets: list[int], width: int) -> list[Segment]:
+    def segments(self, tiling: AxisTiling, offsets: list[int], width: int) -> list[Segment]:
         return [Segment(off + s0, 1, min(tiling.segment, tiling.length - s0),
                         min(tiling.segment, tiling.length - s0), s0)
                 for off in offsets for s0 in range(0, tiling.length, tiling.segment)]
 
-    def apply(self, tile: Tile, fn, dst, src, stat) -> None:
+    def apply(self, tile: Tile, fn: Callable[..., None], dst: asc.LocalTensor,
+              src: asc.LocalTensor, stat: asc.LocalTensor) -> None:
         kernel = tile.kernel
         chip = kernel.chip
         per = chip.repeat_bytes // chip.block_bytes
@@ -116,13 +126,15 @@ class RowLayout:
             asc.brcb(kernel.bc[r0 * per * kernel.blk], stat[r0 * per], n)
         rowwise(fn, dst, src, kernel.bc, tile.rows, tile.pitch, tile.count, per_row=True)
 
-    def reduce(self, tile: Tile, reducer, src, dst, keep: bool) -> None:
+    def reduce(self, tile: Tile, reducer: Reducer, src: asc.LocalTensor, dst: asc.LocalTensor,
+               keep: bool) -> None:
         """Block reductions while rows are whole repeats, a fold of the remaining repeats into
         one, then one whole-repeat reduction per row (a reduction without those instructions:
         `_combine_rows`)."""
         if reducer.block is None:
             _combine_rows(tile, reducer, src, dst, keep)
             return
+        assert reducer.whole is not None        # block reductions come with whole ones
         chip, isz, bb = tile.kernel.chip, src.itemsize, tile.kernel.chip.block_bytes
         lanes, blk, most = chip.lanes(isz), chip.block_elems(isz), chip.max_repeat
         per_rep = chip.repeat_bytes // bb
@@ -146,7 +158,7 @@ class RowLayout:
         for r0, n in chunks(tile.rows, most, isz, bb):
             reducer.whole(dst[r0], cur[r0 * v], v, n, 1, 1, v // blk)
 
-    def fill_pads(self, tile: Tile, x, value, start: int) -> None:
+    def fill_pads(self, tile: Tile, x: asc.LocalTensor, value: float, start: int) -> None:
         """A bit-masked duplicate for the block `start` falls in, then one for the whole blocks
         after it (any storage type, see `as_bits`)."""
         chip = tile.kernel.chip
@@ -162,7 +174,7 @@ class RowLayout:
 class ColumnLayout:
     name = "column"
 
-    def pitch(self, kernel, count: int) -> int:
+    def pitch(self, kernel: AxisKernel, count: int) -> int:
         return round_up(count, kernel.step)
 
     def per_statistic(self, rows: int, count: int) -> int:
@@ -171,25 +183,27 @@ class ColumnLayout:
     def statistics(self, rows: int, pitch: int) -> int:
         return pitch
 
-    def copy_pad(self, op) -> None:
+    def copy_pad(self, op: AxisOp) -> None:
         """Column tiles are whole blocks of columns: the copy pads with the row's own data."""
         return None
 
-    def unit(self, tiling, u: int) -> tuple[int, int, int]:
+    def unit(self, tiling: AxisTiling, u: int) -> tuple[int, int, int]:
         o, c = divmod(u, ceil_div(tiling.inner, tiling.width))
         j0 = c * tiling.width
         return outer_offset(tiling, o) + j0, o * tiling.inner + j0, min(tiling.width,
                                                                         tiling.inner - j0)
 
-    def segments(self, tiling, offsets: list[int], width: int) -> list[Segment]:
+    def segments(self, tiling: AxisTiling, offsets: list[int], width: int) -> list[Segment]:
         return [Segment(off + c0 * tiling.inner, min(tiling.rows, tiling.length - c0), width,
                         tiling.inner, 0)
                 for off in offsets for c0 in range(0, tiling.length, tiling.rows)]
 
-    def apply(self, tile: Tile, fn, dst, src, stat) -> None:
+    def apply(self, tile: Tile, fn: Callable[..., None], dst: asc.LocalTensor,
+              src: asc.LocalTensor, stat: asc.LocalTensor) -> None:
         rowwise(fn, dst, src, stat, tile.rows, tile.pitch, tile.pitch, per_row=False)
 
-    def reduce(self, tile: Tile, reducer, src, dst, keep: bool) -> None:
+    def reduce(self, tile: Tile, reducer: Reducer, src: asc.LocalTensor, dst: asc.LocalTensor,
+               keep: bool) -> None:
         """Halve the rows until one is left: rows [0, h) combine with [h, 2h), an odd last row
         joins row 0."""
         scratch = tile.aux if keep else src
@@ -204,7 +218,7 @@ class ColumnLayout:
                 reducer.combine(out, out, cur[2 * h * p], p)
             cur, n = out, h
 
-    def fill_pads(self, tile: Tile, x, value, start: int) -> None:
+    def fill_pads(self, tile: Tile, x: asc.LocalTensor, value: float, start: int) -> None:
         pass
 
 
@@ -230,7 +244,8 @@ def _across_rows(tile: Tile, x, offset, word, mask) -> None:
             asc.duplicate(x[r * pitch + offset], word, mask, 1)
 
 
-def rowwise(fn, dst, src0, src1, rows: int, pitch: int, count: int, per_row: bool) -> None:
+def rowwise(fn: Callable[..., None], dst: asc.LocalTensor, src0: asc.LocalTensor,
+            src1: asc.LocalTensor, rows: int, pitch: int, count: int, per_row: bool) -> None:
     """dst[r, :count] = fn(src0[r, :count], b) for each of `rows` rows `pitch` apart, where b is
     block r of src1 broadcast (per_row) or the vector src1 itself. Lanes past `count` keep their
     value. Issued across rows (one instruction per repeat-wide column chunk) or row by row,
@@ -303,7 +318,7 @@ def _combine_blocks(reducer, x, first: int, count: int, rows: int, pitch: int) -
     chip = x.core.chip
     blk = chip.block_elems(x.itemsize)
 
-    def combine(d, s_, count_or_mask, n=None, p=None):
+    def combine(d, s_, count_or_mask, n=None, p=None) -> None:
         binary = p and asc.BinaryRepeatParams(1, 1, 1, p.dst_rep_stride, p.dst_rep_stride,
                                               p.src_rep_stride)
         reducer.combine(d, d, s_, count_or_mask, n, binary)

@@ -27,7 +27,9 @@ kernels); reduce.py and norm.py are its ops.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ascend.chips import ChipSpec
 from ..hixl.dtypes import to_numpy
@@ -37,11 +39,14 @@ from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .axis_ub import PLAIN, Fusion, block_quantum, row_pitch, ub_plan
 from .tiling import Tiling, largest_fit, split_units
 
+if TYPE_CHECKING:
+    from .axis_kernel import AxisOp
+
 TUNING_FIELDS = ("buffer_num", "tile_div", "block_dim", "accumulate")
 TUNING_SPACE = TuningSpace(buffer_num=(1, 2, 4), tile_div=(1, 2, 4), core_div=(1, 2))
 
 
-def padded_storage(in_descs, attrs=None) -> str | None:
+def padded_storage(in_descs: list, attrs: dict | None = None) -> str | None:
     """The declines every axis kernel shares: padded storage is the shim's."""
     if any(d is not None and d.is_padded for d in in_descs):
         return "padded storage runs on the shim"
@@ -115,9 +120,9 @@ def compute_dtype(dtype: str, config: TuningConfig) -> str:
     return "float32"
 
 
-def plan(op, x: TensorDesc, axes, chip: ChipSpec, config: TuningConfig | None = None, *,
-         epsilon: float = 0.0, params: int = 0, param_repeat: tuple = (),
-         fusion: Fusion = PLAIN) -> LaunchPlan:
+def plan(op: AxisOp, x: TensorDesc, axes: Iterable[int], chip: ChipSpec,
+         config: TuningConfig | None = None, *, epsilon: float = 0.0, params: int = 0,
+         param_repeat: tuple = (), fusion: Fusion = PLAIN) -> LaunchPlan:
     """Host tiling: layout, units over cores, tile rows and pitch from the UB budget (with the
     buffers of `fusion`'s bodies). The config may set buffer_num, tile_div (tiles for
     1/tile_div of UB), block_dim and accumulate."""
@@ -230,6 +235,6 @@ def _workspace(tiling: AxisTiling, block_dim: int, s_isz: int, chip) -> int:
     return block_dim * len(tiling.param_repeat) * _param_bytes(tiling, s_isz, chip)
 
 
-def param_region(tiling: AxisTiling, block_idx: int, index: int, s_isz: int, chip) -> int:
+def param_region(tiling: AxisTiling, block_idx: int, index: int, s_isz: int, chip: ChipSpec) -> int:
     """Byte offset of one core's expanded parameter `index` in the workspace."""
     return (block_idx * len(tiling.param_repeat) + index) * _param_bytes(tiling, s_isz, chip)

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
+
+if TYPE_CHECKING:
+    from .axis_kernel import AxisOp
 
 STAT_ITEMSIZE = 4            # statistics outputs are float32 at most (LayerNorm's mean, inv_std)
 
@@ -106,7 +110,7 @@ class UbPlan:
         return bool(self.out_slot) + bool(self.stat_slot)
 
 
-def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
+def ub_plan(op: AxisOp, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
             params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN) -> UbPlan:
     elems = rows * pitch
     span = fusion.span(elems, chip)
@@ -119,7 +123,7 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
     slots = 2 * op.stats + 1 if streaming else op.stats
     red = (rows * max(ceil_div(pitch, blk), lanes) * c_isz,
            rows * max(ceil_div(pitch, blk * blk), lanes) * c_isz) if row else (0, 0)
-    sizes = dict(
+    sizes: dict[str, Any] = dict(
         in_slot=(len(fusion.tiles) or 1) * span * s_isz,
         out_slot=span * s_isz if op.has_y else 0,
         stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ascend import lang as asc
 from ..ascend.chips import ChipSpec
 from ..intmath import round_up
+
+if TYPE_CHECKING:
+    from .elementwise import RowTile
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ def row_pad(width: int, itemsizes: list[int], chip: ChipSpec) -> int:
 # ---------------------------------------------------------------- rows in and out
 
 def copy_rows_in(x: asc.LocalTensor, src: asc.GlobalTensor, p: InputPlan,
-                 out_shape: tuple[int, ...], tile, pad: int, spread_event: int) -> None:
+                 out_shape: tuple[int, ...], tile: RowTile, pad: int, spread_event: int) -> None:
     """Rows `tile.row` .. + `tile.rows` of input p, columns from `tile.col` on, into x in padded
     row layout (`pad` elements a row); an input broadcast along the row is spread over it, after
     an MTE2 -> V flag of id `spread_event` (one the pipe allocated, no queue's)."""
@@ -110,7 +114,7 @@ def copy_rows_in(x: asc.LocalTensor, src: asc.GlobalTensor, p: InputPlan,
 
 
 def copy_rows_out(dst: asc.GlobalTensor, y: asc.LocalTensor, out_shape: tuple[int, ...],
-                  tile, pad: int) -> None:
+                  tile: RowTile, pad: int) -> None:
     """The tile's rows of y (padded row layout) to their place in the output."""
     chip, isz = y.core.chip, y.itemsize
     n_last = out_shape[-1]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,8 +88,8 @@ def plan(kind: str, x: TensorDesc, attrs: dict, chip: ChipSpec,
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
     step = max(chip.block_elems(x.itemsize), chip.block_elems(F32.itemsize))
-    base = dict(kind=kind, dtype=x.dtype, batch=n, channels=c, plane=plane,
-                epsilon=float(attrs["epsilon"]), config=config)
+    base: dict[str, Any] = dict(kind=kind, dtype=x.dtype, batch=n, channels=c, plane=plane,
+                                epsilon=float(attrs["epsilon"]), config=config)
 
     def tiling(group: int, segment: int, rows: int | None = None, per_core: int = 0):
         return ChannelTiling(group=group, rows=rows or group, segment=segment,
@@ -170,7 +171,8 @@ class ChannelNormQueues:
     parameter queues, the float32 work tiles, the sums the statistics fold through, the
     per-channel vectors and the spread coefficients."""
 
-    def __init__(self, ctx: KernelContext, x, params: list, y):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, params: list,
+                 y: asc.GlobalTensor) -> None:
         """Init: queues and buffers (the UB plan of `_ub`), the scalar unit's events."""
         t: ChannelTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.params, self.y = ctx, t, ctx.chip, x, params, y
@@ -203,7 +205,7 @@ class ChannelNormQueues:
         self.pipe.init_buffer(b, nbytes)
         return b.get(F32)
 
-    def load_vector(self, dst, src, count: int) -> None:
+    def load_vector(self, dst: asc.LocalTensor, src: asc.GlobalTensor, count: int) -> None:
         """`count` parameter values from GM into a float32 vector (through the param queue)."""
         slot = self.param_q.alloc_tensor(self.sdt)
         copy(slot, src, count)
@@ -216,7 +218,8 @@ class ChannelNormQueues:
 class ChannelNormKernel(ChannelNormQueues):
     """One core's units: (sample, group of channels, segment of their rows)."""
 
-    def __init__(self, ctx: KernelContext, x, params: list, y):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, params: list,
+                 y: asc.GlobalTensor) -> None:
         """Init: the queues and buffers; BatchNormalization's coefficients for every
         channel."""
         super().__init__(ctx, x, params, y)
@@ -259,6 +262,7 @@ class ChannelNormKernel(ChannelNormQueues):
         size, n = rows * t.pitch, rows * count
         mean = self.scalar(self.total(x, size), 1.0 / n)
         asc.adds(x, x, -mean, size)                       # the row pads now hold -mean
+        assert self.square is not None                    # planned for a variance
         asc.mul(self.square, x, x, size)
         inv = self.inv_std(self.total(self.square, size), rows, count, mean)
         a, b = self.coefficients(c0, rows, inv)
@@ -276,7 +280,8 @@ class ChannelNormKernel(ChannelNormQueues):
             x = self.load(offset + r0 * t.plane, k, count)
             self.emit(offset + r0 * t.plane, x, k, count, a, b)
 
-    def accumulate(self, offset: int, tiles: list, count: int, mean: float | None):
+    def accumulate(self, offset: int, tiles: list, count: int,
+                   mean: float | None) -> asc.LocalTensor:
         """The group's sum over its tiles, or with `mean` its sum of squared deviations."""
         t = self.t
         asc.duplicate(self.acc, 0.0, self.blk)
@@ -285,16 +290,18 @@ class ChannelNormKernel(ChannelNormQueues):
             size = k * t.pitch
             if mean is not None:
                 asc.adds(x, x, -mean, size)
+                assert self.square is not None            # planned for a variance
                 asc.mul(self.square, x, x, size)
                 x = self.square
             asc.add(self.acc, self.acc, self.total(x, size), 1)
             self.in_q.free_tensor(self.slot)
         return self.acc
 
-    def apply_unit(self, offset: int, rows: int, count: int, a, b) -> None:
+    def apply_unit(self, offset: int, rows: int, count: int, a: asc.LocalTensor,
+                   b: asc.LocalTensor) -> None:
         self.emit(offset, self.load(offset, rows, count), rows, count, a, b)
 
-    def load(self, offset: int, rows: int, count: int):
+    def load(self, offset: int, rows: int, count: int) -> asc.LocalTensor:
         """copy_in and the tile in float32 (the input slot stays held in `self.slot`)."""
         slot = self.in_q.alloc_tensor(self.sdt)
         copy_rows(slot, self.x[offset], rows, count, self.t.plane, self.t.pitch, 0.0)
@@ -305,7 +312,8 @@ class ChannelNormKernel(ChannelNormQueues):
         convert(self.work, slot, rows * self.t.pitch)
         return self.work
 
-    def emit(self, offset: int, x, rows: int, count: int, a, b) -> None:
+    def emit(self, offset: int, x: asc.LocalTensor, rows: int, count: int, a: asc.LocalTensor,
+             b: asc.LocalTensor) -> None:
         """y = x a_c + b_c on every channel row (the coefficients spread one per block), then
         copy_out."""
         t = self.t
@@ -327,7 +335,7 @@ class ChannelNormKernel(ChannelNormQueues):
         self.out_q.free_tensor(y)
 
     # ---- the normalisations' statistics ----
-    def inv_std(self, m2, rows: int, count: int, mean: float) -> float:
+    def inv_std(self, m2: asc.LocalTensor, rows: int, count: int, mean: float) -> float:
         """1 / sqrt(var + epsilon) from the group's sum of squared deviations (`m2`, a vector;
         its tiles' row pads counted mean^2 each), read by the scalar unit."""
         t = self.t
@@ -338,7 +346,8 @@ class ChannelNormKernel(ChannelNormQueues):
         asc.rsqrt(m2, m2, 1)
         return self.scalar(m2, 1.0)
 
-    def coefficients(self, c0: int, rows: int, inv: float, mean: float | None = None):
+    def coefficients(self, c0: int, rows: int, inv: float,
+                     mean: float | None = None) -> tuple[asc.LocalTensor, asc.LocalTensor]:
         """Channels c0 .. c0 + rows: a = scale inv, and b = bias for a tile already centred,
         else bias - mean a."""
         scale, bias, a, b = self.vectors
@@ -351,7 +360,7 @@ class ChannelNormKernel(ChannelNormQueues):
         asc.add(b, b, bias, rows)
         return a, b
 
-    def total(self, src, count: int):
+    def total(self, src: asc.LocalTensor, count: int) -> asc.LocalTensor:
         """The sum of `count` float32 elements (a multiple of a block; the buffer holds whole
         repeats), in element 0 of the vector returned: whole repeats reduce to one value each,
         into a vector zeroed to whole repeats, until one value is left."""
@@ -371,7 +380,7 @@ class ChannelNormKernel(ChannelNormQueues):
             cur, repeats = dst, ceil_div(repeats, self.lanes)
         raise AssertionError("unreachable: each pass divides the count by the lanes")
 
-    def scalar(self, vector, factor: float) -> float:
+    def scalar(self, vector: asc.LocalTensor, factor: float) -> float:
         """Element 0 of `vector` times `factor`, read by the scalar unit (after a V -> S flag;
         an S -> V flag orders later writes to it after the read)."""
         if factor != 1.0:

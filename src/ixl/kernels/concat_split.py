@@ -5,14 +5,14 @@ from its offset along the axis of the input)."""
 from __future__ import annotations
 
 from ..hixl.schema import normalize_axis
-from .row_move import DimMap, grid_part, register_moves
+from .row_move import DimMap, Part, grid_part, register_moves
 
 
 def _identity(rank: int) -> tuple:
     return (DimMap(),) * rank
 
 
-def concat_parts(ins, outs, attrs):
+def concat_parts(ins: list, outs: list, attrs: dict) -> list[Part]:
     out = outs[0]
     axis = normalize_axis("Concat", attrs["axis"], len(out.shape))
     parts, offset = [], 0
@@ -23,7 +23,7 @@ def concat_parts(ins, outs, attrs):
     return parts
 
 
-def split_parts(ins, outs, attrs):
+def split_parts(ins: list, outs: list, attrs: dict) -> list[Part]:
     x = ins[0]
     axis = normalize_axis("Split", attrs["axis"], len(x.shape))
     parts, offset = [], 0

@@ -29,12 +29,16 @@ MatmulKernel's queues and compute), the kernel entry, the host tiling and the re
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from ..ascend import lang as asc
+from ..ascend.chips import ChipSpec
 from ..hixl.dtypes import FLOATS, to_numpy
 from ..hixl.ops.conv import conv_geometry
 from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.backend import KernelType
+from ..nixl.tuning import TuningConfig
 from .conv_layout import LayoutKernel, plan_layout
 from .conv_tiling import ConvGeometry, ConvTiling, check_geometry, plan
 from .fusion_provider import FUSION
@@ -46,7 +50,9 @@ from .version import BUILT_FOR_RUNTIME
 class ConvKernel(MatmulKernel):
     """One AIC's share of the output tiles of the img2col product."""
 
-    def __init__(self, ctx: KernelContext, ct: ConvTiling, x_map, w_rows, y, bias=None):
+    def __init__(self, ctx: KernelContext, ct: ConvTiling, x_map: asc.GlobalTensor,
+                 w_rows: asc.GlobalTensor, y: asc.GlobalTensor,
+                 bias: asc.GlobalTensor | None = None) -> None:
         self.ct = ct
         super().__init__(ctx, ct.gemm, w_rows, x_map, y)
         self.bias_rows = bias
@@ -65,7 +71,7 @@ class ConvKernel(MatmulKernel):
         ct = self.ct
         return ct.c1_step * ct.band_rows * ct.band_cols * ct.c0
 
-    def process(self):
+    def process(self) -> Iterator[object]:
         ct, t, geo = self.ct, self.ct.gemm, self.ct.geo
         for _ in range(1 + bool(ct.layout.zero_bytes)):     # the vector cores' layout
             yield asc.sync_all()
@@ -95,8 +101,9 @@ class ConvKernel(MatmulKernel):
                 self.zero(c, bm, bn, False)
             self.copy_out(c, matrix, m0, p0, bm, bn)
 
-    def bias_mmad(self, c, co: int, bm: int, bn: int, last: bool) -> None:
+    def bias_mmad(self, c: asc.LocalTensor, co: int, bm: int, bn: int, last: bool) -> None:
         """C = bias (a column) x a row of ones: the tile's first Mmad, k = 1."""
+        assert self.bias_rows is not None                # called for a conv with a bias
         rows = self.bias_l1.alloc_tensor(self.dtype)
         asc.data_copy(rows, self.bias_rows[co], asc.Nd2NzParams(
             n_value=bm, d_value=1, src_d_value=1, dst_nz_c0_stride=bm))
@@ -114,7 +121,10 @@ class ConvKernel(MatmulKernel):
         self.b2.enque(b2)
         self.compute(c, bm, bn, 1, False, first=True, last=last, last_of_chunk=False)
 
-    def copy_in(self, matrix: int, m0: int, bm: int, g1: int, n1: int, rows, cols) -> None:
+    # copy_in and split take the convolution's tile (its process() calls them, not the
+    # matmul's): the override's signature differs on purpose.
+    def copy_in(self, matrix: int, m0: int, bm: int, g1: int, n1: int,  # type: ignore[override]
+                rows: tuple[int, int, int, int], cols: tuple[int, int, int, int]) -> None:
         """GM -> L1: the tile's weight rows for C1 groups [g1, g1 + n1) (ND -> NZ) and the
         band of the NC1HWC0 map those groups' rows and columns span."""
         ct, geo = self.ct, self.ct.geo
@@ -140,13 +150,15 @@ class ConvKernel(MatmulKernel):
                                   src_stride=geo.w - width, dst_stride=0))
         self.b1.enque(b1)
 
-    def split(self, bm: int, bn: int, kc: int, kk: int, bk: int, n1: int, p0: int, rows,
-              cols) -> None:
+    def split(self, bm: int, bn: int, kc: int, kk: int, bk: int,  # type: ignore[override]
+              n1: int, p0: int, rows: tuple[int, int, int, int], cols: tuple[int, int, int, int]
+              ) -> None:
         """L1 -> L0 for K [kk, kk + bk) of the chunk: the weights as ZZ, the img2col block of
         the tile's positions as ZN."""
         geo, c0 = self.ct.geo, self.c0
         if kk == 0:
             self.chunk = (self.a1.deque(), self.b1.deque())
+        assert self.chunk is not None               # loaded at the chunk's first K step
         a1, b1 = self.chunk
         a2 = self.a2.alloc_tensor(self.dtype)
         asc.load_data(a2, a1, asc.LoadData3DParamsV2(
@@ -167,7 +179,7 @@ class ConvKernel(MatmulKernel):
             filter_size_h=geo.kh > 255, dilation_filter_w=geo.dw, dilation_filter_h=geo.dh))
         self.b2.enque(b2)
 
-    def copy_out(self, c, matrix: int, m0: int, p0: int, bm: int, bn: int) -> None:
+    def copy_out(self, c: asc.LocalTensor, matrix: int, m0: int, p0: int, bm: int, bn: int) -> None:
         """L0C -> y: output channels as NCHW rows of the image's positions."""
         geo = self.ct.geo
         image, g = divmod(matrix, geo.groups)
@@ -177,13 +189,14 @@ class ConvKernel(MatmulKernel):
             quant_pre=QUANT[self.ct.dtype], relu_en=self.ct.relu, unit_flag=3))
 
 
-def conv_kernel(ctx: KernelContext, x, w, *rest):
+def conv_kernel(ctx: KernelContext, x: asc.GlobalTensor, w: asc.GlobalTensor,
+                *rest: asc.GlobalTensor) -> Iterator[object]:
     """x, w[, b], y: the AIVs lay out the operands, the AICs run the product."""
     ct: ConvTiling = ctx.tiling
     bias, y = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
     dtype = to_numpy(ct.dtype)
-    x_map = ctx.workspace.window(0, ct.x_bytes).reinterpret(dtype)
-    w_rows = ctx.workspace.window(ct.x_bytes, ct.w_bytes).reinterpret(dtype)
+    x_map = ctx.planned_workspace.window(0, ct.x_bytes).reinterpret(dtype)
+    w_rows = ctx.planned_workspace.window(ct.x_bytes, ct.w_bytes).reinterpret(dtype)
     if ctx.is_aic:
         return ConvKernel(ctx, ct, x_map, w_rows, y, bias).process()
     return LayoutKernel(ctx, ct.geo, ct.layout, x, w, x_map, w_rows).process()
@@ -206,7 +219,8 @@ def geometry(x: TensorDesc, w: TensorDesc, attrs: dict) -> ConvGeometry:
                         sw, dh, dw, pt, pl, pb, pr, ho, wo, h, wd)
 
 
-def launch_plan(geo: ConvGeometry, ins: list, chip, config, relu: bool) -> LaunchPlan:
+def launch_plan(geo: ConvGeometry, ins: list, chip: ChipSpec, config: TuningConfig | None,
+                relu: bool) -> LaunchPlan:
     bias = len(ins) > 2 and ins[2] is not None
     blocks, tiling = plan(geo, ins[0].dtype, chip, config, bias, relu, plan_layout)
     return LaunchPlan(blocks, tiling, workspace_bytes=tiling.x_bytes + tiling.w_bytes,
@@ -236,7 +250,7 @@ def _declines(descs: list, attrs: dict) -> str | None:
     return declines(geometry(x, w, attrs) if len(x.shape) in (3, 4) else None, descs)
 
 
-def relu_anchor(op: str, geometry_of):
+def relu_anchor(op: str, geometry_of: Callable[..., ConvGeometry]) -> Callable[..., dict]:
     """`op` as a fusion anchor that takes one following ReLU (the Fixpipe's)."""
     def build(kernel_name, program, at, args, attrs, in_descs, out) -> dict:
         relu = [s.op for s in program] == ["Relu"] and at == 0

@@ -19,6 +19,7 @@ of each repeat are listed last tap first.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,8 +92,9 @@ class LayoutKernel:
     """One AIV's share of the layout work: input units first, then weight units, dealt round
     robin over the vector cores; then every core meets at a SyncAll (the Cube starts)."""
 
-    def __init__(self, ctx: KernelContext, geo: ConvGeometry, plan: LayoutPlan, x, w,
-                 x_map, w_rows):
+    def __init__(self, ctx: KernelContext, geo: ConvGeometry, plan: LayoutPlan,
+                 x: asc.GlobalTensor, w: asc.GlobalTensor,
+                 x_map: asc.GlobalTensor, w_rows: asc.GlobalTensor) -> None:
         self.ctx, self.geo, self.p = ctx, geo, plan
         self.x, self.w, self.x_map, self.w_rows = x, w, x_map, w_rows
         self.dtype = to_numpy(plan.dtype)
@@ -114,7 +116,7 @@ class LayoutKernel:
             self.zeros = zeros.get(U16)
             self.zero_event = pipe.alloc_event_id(asc.HardEvent.V_MTE3)
 
-    def process(self):
+    def process(self) -> Iterator[object]:
         p = self.p
         if p.zero_bytes:
             self.zero_map()
@@ -165,7 +167,8 @@ class LayoutKernel:
             self.copy_out(self.w_rows, row, count)
 
     # ---- copy_in / compute / copy_out ----
-    def copy_in(self, src, offset: int, pitch: int, channels: int, count: int) -> None:
+    def copy_in(self, src: asc.GlobalTensor, offset: int, pitch: int, channels: int,
+                count: int) -> None:
         """C0 planes of `count` positions (missing channels are zeros); float32 planes twice,
         the second copy a half further on."""
         p = self.p
@@ -221,7 +224,7 @@ class LayoutKernel:
         self.out_q.enque(rows)
         self.in_q.free_tensor(planes)
 
-    def copy_out(self, dst, row: int, count: int) -> None:
+    def copy_out(self, dst: asc.GlobalTensor, row: int, count: int) -> None:
         rows = self.out_q.deque()
         asc.data_copy(dst.reinterpret(U16)[row * LANES], rows, count * LANES)
         self.out_q.free_tensor(rows)

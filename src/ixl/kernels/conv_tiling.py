@@ -19,7 +19,9 @@ the (C1, kh, kw, C0) order of the 3-D load), and the sizes, all from the chip (R
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
@@ -36,6 +38,9 @@ from .matmul_tiling import (
     l0_fits,
 )
 from .tiling import Tiling
+
+if TYPE_CHECKING:
+    from .conv_layout import LayoutPlan
 
 PAD_MAX = 255              # LoadData3DParamsV2.padList [LD3D]
 STRIDE_MAX = 63            # strideW / strideH
@@ -125,7 +130,7 @@ class ConvTiling(Tiling):
     w_bytes: int
     bias: bool
     relu: bool
-    layout: object         # the vector cores' layout work (conv_layout.LayoutPlan)
+    layout: LayoutPlan     # the vector cores' layout work
     config: TuningConfig
 
     @property
@@ -148,7 +153,7 @@ def check_geometry(geo: ConvGeometry) -> str | None:
 
 
 def plan(geo: ConvGeometry, dtype: str, chip: ChipSpec, config: TuningConfig | None,
-         bias: bool, relu: bool, layout_plan) -> tuple[int, ConvTiling]:
+         bias: bool, relu: bool, layout_plan: Callable[..., LayoutPlan]) -> tuple[int, ConvTiling]:
     """(block_dim, tiling): groups of 1 AIC + 2 AIV, at most the AIC count."""
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the Conv kernels")
     if config.buffers > 2:
@@ -200,7 +205,8 @@ def _output_tile(geo: ConvGeometry, shape: MatmulShape, chip: ChipSpec, config: 
     if best is None:
         raise DoesNotFit(f"no output tile fits L0C ({chip.l0c_bytes} bytes) with the base sizes "
                          f"given")
-    return tuple(max(unit, v // config.divisor // unit * unit) for v in best[1:])
+    bm, bn = (max(unit, v // config.divisor // unit * unit) for v in best[1:])
+    return bm, bn
 
 
 def l1_bytes(geo: ConvGeometry, chip: ChipSpec, bm: int, c1_step: int, band_rows: int,

@@ -19,8 +19,9 @@ class (init, process, copy_in, compute, copy_out) and the kernel entry.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -173,8 +174,9 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the elementwise kernels")
     inputs, rows = broadcast.input_plans(in_descs, out.shape, scalar_inputs(steps))
     cdt = compute_dtype([p.dtype for p in inputs if p.dtype] + [out.dtype], steps)
-    base = dict(total=out.size, out_dtype=out.dtype, compute_dtype=cdt, out_shape=out.shape,
-                steps=steps, config=config, out_round=out_round)
+    base: dict[str, Any] = dict(total=out.size, out_dtype=out.dtype, compute_dtype=cdt,
+                                out_shape=out.shape, steps=steps, config=config,
+                                out_round=out_round)
     if not rows:
         budget = _budget(inputs, out, cdt, steps, config, chip)
         tile = _tuned(budget.tile(chip, 0), config, chip)
@@ -211,7 +213,7 @@ def plan_given_rows(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tupl
                              config=config, rows=True, row_pad=pad, segment=width)
 
 
-def _whole_rows(inputs, out, cdt, steps, config, chip) -> dict | None:
+def _whole_rows(inputs, out, cdt, steps, config, chip) -> dict[str, Any] | None:
     """Tiles of whole output rows, or None when a padded row is longer than a tile."""
     itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not p.scalar] + [out.itemsize]
     pad = broadcast.row_pad(out.shape[-1], itemsizes, chip)
@@ -228,7 +230,7 @@ def _whole_rows(inputs, out, cdt, steps, config, chip) -> dict | None:
     return dict(tile=tile // pad, inputs=inputs, row_pad=pad, segment=out.shape[-1])
 
 
-def _row_segments(in_descs, out, cdt, steps, config, chip) -> dict:
+def _row_segments(in_descs, out, cdt, steps, config, chip) -> dict[str, Any]:
     """Rows longer than a tile: each cut into segments of the last dim, as even as the block
     size allows, each segment a UB row; every input but single elements streams."""
     inputs, _ = broadcast.input_plans(in_descs, out.shape, scalar_inputs(steps),
@@ -253,7 +255,7 @@ def _row_segments(in_descs, out, cdt, steps, config, chip) -> dict:
 
 class FlatTile(NamedTuple):
     offset: int      # first output element of the tile within the block's range
-    count: int       # elements
+    count: int  # type: ignore[assignment]  # elements (the field shadows tuple.count)
 
 
 class RowTile(NamedTuple):
@@ -261,13 +263,13 @@ class RowTile(NamedTuple):
     rows: int
     col: int         # first element of the last dim
     width: int       # elements of the last dim in each UB row
-    count: int       # elements in UB: rows x the padded width
+    count: int  # type: ignore[assignment]  # elements in UB: rows x the padded width
 
 
 class ElementwiseKernel:
     """One block of an elementwise program over a contiguous range of the output."""
 
-    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor) -> None:
         """Init: the pipe, a queue per streamed input and the output's, scratch in the compute
         dtype, the scalar operands read, the inputs built once."""
         tiling: ElementwiseTiling = ctx.tiling
@@ -318,13 +320,14 @@ class ElementwiseKernel:
             self.compute(tile)
             self.copy_out(tile)
 
-    def copy_in(self, tile) -> None:
+    def copy_in(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, FlatTile)
         for i, q in self.queues.items():
             x = q.alloc_tensor(to_numpy(self.tiling.inputs[i].dtype))
             copy(x, self.windows[i][tile.offset], tile.count)
             q.enque(x)
 
-    def compute(self, tile) -> None:
+    def compute(self, tile: FlatTile | RowTile) -> None:
         """The program's steps on the tile, in the compute dtype; the result converted to the
         output type (Cast's round mode) into the output queue."""
         loaded = {i: q.deque() for i, q in self.queues.items()}
@@ -344,13 +347,16 @@ class ElementwiseKernel:
             out = self.results[k] if self.results else y
             fn(BodyArgs(out, xs, self.temps, count, nv, attrs))
             values.append(out)
-        if values[-1] is not y:
-            self._to_output(y, values[-1], count)
+        result = values[-1]
+        assert result is not None               # a step's output, never a scalar input
+        if result is not y:
+            self._to_output(y, result, count)
         self.out_q.enque(y)
         for i, q in self.queues.items():
             q.free_tensor(loaded[i])
 
-    def copy_out(self, tile) -> None:
+    def copy_out(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, FlatTile)
         y = self.out_q.deque()
         copy(self.out_window[tile.offset], y, tile.count)
         self.out_q.free_tensor(y)
@@ -362,6 +368,7 @@ class ElementwiseKernel:
         input becomes float16 0/1 whatever the compute dtype: it only ever feeds a compare."""
         d = to_numpy(dtype)
         if d == np.dtype(np.int64):
+            assert self.wide is not None            # _converts_wide saw the int64 input
             convert_in(into, src, count, self.wide)
             return into
         if d == np.dtype(np.bool_):
@@ -377,6 +384,7 @@ class ElementwiseKernel:
         if self.zero_one and result.dtype != BOOL:
             self._to_bool(y, result, count)
         elif self.out_dtype in (np.dtype(np.int64), BOOL) and result.dtype != self.out_dtype:
+            assert self.wide is not None            # _converts_wide saw the output
             convert_out(y, result, count, round_up(count, self.lanes), self.wide)
         elif self.out_dtype == result.dtype == np.dtype(np.int64):   # a copy, bit for bit
             asc.adds(y.reinterpret(np.int32), result.reinterpret(np.int32), 0, 2 * count)
@@ -394,6 +402,7 @@ class ElementwiseKernel:
             asc.cast(result.reinterpret(np.float32), result, asc.RoundMode.CAST_NONE, count)
             result = result.reinterpret(np.float32)
         if result.dtype != F16:
+            assert self.bool_stage is not None      # set up when the compute dtype is not F16
             asc.cast(self.bool_stage, result, asc.RoundMode.CAST_RINT, count)
             result = self.bool_stage
         asc.cast(y.reinterpret(np.uint8), result, asc.RoundMode.CAST_NONE, count)
@@ -422,7 +431,8 @@ class ElementwiseKernel:
         self.fill_constant(buf, row, cap, p)
         return buf
 
-    def fill_constant(self, buf, row, cap: int, p: InputPlan) -> None:
+    def fill_constant(self, buf: asc.LocalTensor, row: asc.LocalTensor, cap: int,
+                      p: InputPlan) -> None:
         spread(buf, row, cap)                    # one element over a flat tile
 
 
@@ -430,7 +440,7 @@ class RowKernel(ElementwiseKernel):
     """The row layout (some input broadcasts): tiles of whole output rows, or of segments of
     rows too long for a tile, in padded row layout."""
 
-    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, srcs: list, dst: asc.GlobalTensor) -> None:
         """Init as the flat kernel, plus the event id that orders a row's spread after its
         copy-in (a flag of its own: the queues' ids are taken by their enque/deque)."""
         super().__init__(ctx, srcs, dst)
@@ -447,7 +457,8 @@ class RowKernel(ElementwiseKernel):
         first = self.ctx.block_idx * tiling.per_core
         return first, min(first + tiling.per_core, n_rows)
 
-    def fill_constant(self, buf, row, cap: int, p: InputPlan) -> None:
+    def fill_constant(self, buf: asc.LocalTensor, row: asc.LocalTensor, cap: int,
+                      p: InputPlan) -> None:
         tiling = self.tiling
         first, last = self.block_rows()
         rows = min(tiling.tile, last - first)
@@ -469,7 +480,8 @@ class RowKernel(ElementwiseKernel):
                 self.compute(tile)
                 self.copy_out(tile)
 
-    def copy_in(self, tile) -> None:
+    def copy_in(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, RowTile)
         for i, q in self.queues.items():
             p = self.tiling.inputs[i]
             x = q.alloc_tensor(to_numpy(p.dtype))
@@ -477,13 +489,14 @@ class RowKernel(ElementwiseKernel):
                                    self.tiling.row_pad, self.spread_event)
             q.enque(x)
 
-    def copy_out(self, tile) -> None:
+    def copy_out(self, tile: FlatTile | RowTile) -> None:
+        assert isinstance(tile, RowTile)
         y = self.out_q.deque()
         broadcast.copy_rows_out(self.dst, y, self.tiling.out_shape, tile, self.tiling.row_pad)
         self.out_q.free_tensor(y)
 
 
-def make_kernel(name: str, n_inputs: int):
+def make_kernel(name: str, n_inputs: int) -> Callable[..., None]:
     """The device kernel: `kernel(ctx, *inputs, out)`; what it computes is in the tiling."""
 
     def kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> None:

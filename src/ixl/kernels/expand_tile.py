@@ -4,10 +4,10 @@ Tile wraps each output coordinate into its input dim (c mod d)."""
 
 from __future__ import annotations
 
-from .row_move import DimMap, grid_part, register_moves
+from .row_move import DimMap, Part, grid_part, register_moves
 
 
-def expand_parts(ins, outs, attrs):
+def expand_parts(ins: list, outs: list, attrs: dict) -> list[Part]:
     x, out = ins[0], outs[0]
     lead = len(out.shape) - len(x.shape)
     strides, maps = [], []
@@ -20,7 +20,7 @@ def expand_parts(ins, outs, attrs):
                       src_last=x.shape[-1] if x.shape else 1)]
 
 
-def tile_parts(ins, outs, attrs):
+def tile_parts(ins: list, outs: list, attrs: dict) -> list[Part]:
     x, out = ins[0], outs[0]
     repeats = ins[1].value
     maps = tuple(DimMap(0, 1, "wrap" if r > 1 else "affine", d)

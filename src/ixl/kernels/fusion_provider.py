@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from ..hixl.dtypes import FLOATS
 from ..nixl import REGISTRY, KernelEntry, TensorDesc
@@ -24,7 +25,7 @@ from .version import BUILT_FOR_RUNTIME
 class FusedKernels:
     """Fused kernels for the fusion pass: a program of bodies, or bodies around an anchor."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._cache: dict[str, KernelEntry] = {}
         self._anchors: dict[str, Callable[..., dict]] = {}
         self._lock = threading.Lock()          # devices on several threads share the cache
@@ -61,9 +62,10 @@ class FusedKernels:
         at = next((k for k, (op, _, _) in enumerate(steps) if op in self._anchors), None)
         name = "fused_" + "_".join(op.lower() for op, _, _ in steps) + "_kernel"
         if at is None:
-            parts = {"kernel": make_kernel(name, len(in_descs)), "dtypes": ("bool",) + FLOATS,
-                     "tiling": lambda ins, outs, attrs, chip, config: plan(
-                         list(ins), outs[0], chip, program, config)}
+            parts: dict[str, Any] = {
+                "kernel": make_kernel(name, len(in_descs)), "dtypes": ("bool",) + FLOATS,
+                "tiling": lambda ins, outs, attrs, chip, config: plan(
+                    list(ins), outs[0], chip, program, config)}
         else:
             op, args, attrs = steps[at]
             parts = self._anchors[op](name, program, at, args, attrs, in_descs, out)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ascend import lang as asc
+from ..ascend.chips import ChipSpec
 from ..hixl.dtypes import to_numpy
 from ..hixl.schema import normalize_axis
 from ..intmath import round_up
@@ -89,7 +90,7 @@ class Lookup:
 
 @dataclass(frozen=True)
 class LookupTiling(RowMoveTiling):
-    lookup: Lookup = None
+    lookup: Lookup | None = None
     window: int = 0                 # index entries the window holds
 
 
@@ -101,7 +102,9 @@ class RowLookupKernel(RowMoveKernel):
     merge_runs = False
 
     def init_extra(self) -> None:
-        tiling: LookupTiling = self.tiling
+        tiling = self.tiling
+        assert isinstance(tiling, LookupTiling) and tiling.lookup is not None
+        assert tiling.index_dtype is not None
         self.lookup = tiling.lookup
         self.idx_dtype = to_numpy(tiling.index_dtype)
         buf = asc.TBuf()
@@ -116,6 +119,7 @@ class RowLookupKernel(RowMoveKernel):
         """Tuples first .. first + count - 1 (mod the tuple count) into the window: the part
         up to the end of the index tensor at 0, the wrapped part after it."""
         lk, isz = self.lookup, self.idx_dtype.itemsize
+        assert self.tiling.index_arg is not None
         indices = self.gm[self.tiling.index_arg]
         head = min(count, lk.tuples - first)
         asc.data_copy_pad(self.window, indices[first * lk.arity],
@@ -144,7 +148,8 @@ class RowLookupKernel(RowMoveKernel):
         return offsets
 
 
-def lookup_plan(part: Part, lookup: Lookup, ins, outs, chip, config):
+def lookup_plan(part: Part, lookup: Lookup, ins: list, outs: list, chip: ChipSpec,
+                config: TuningConfig | None) -> LaunchPlan:
     """The row-move plan with an index window: all the indices when they fit the budget, else
     a tile's worth (and a block to start the wrapped piece on)."""
     idx = ins[1]
@@ -199,6 +204,8 @@ class LastAxisGatherKernel(RowMoveKernel):
         part = tiling.parts[0]
         isz = self.dtype.itemsize
         per_row = tiling.dst_pitch
+        assert tiling.index_arg is not None and tiling.index_dtype is not None
+        assert part.row_map is not None             # the last axis is remapped
         idx_dtype = to_numpy(tiling.index_dtype)
         raw, words, flt, base, table = (asc.TBuf() for _ in range(5))
         self.pipe.init_buffer(raw, per_row * idx_dtype.itemsize)
@@ -258,7 +265,8 @@ class ElementsKernel(RowMoveKernel):
     source sits in the input slot. Lanes past a row are clamped into the slot."""
 
     def init_extra(self) -> None:
-        tiling: ElementsTiling = self.tiling
+        tiling = self.tiling
+        assert isinstance(tiling, ElementsTiling) and tiling.index_dtype is not None
         self.idx_dtype = to_numpy(tiling.index_dtype)
         n = tiling.tile * tiling.dst_pitch
         self.idx_q = asc.TQue(asc.TPosition.VECIN)
@@ -284,12 +292,14 @@ class ElementsKernel(RowMoveKernel):
         isz = self.idx_dtype.itemsize
         idx = self.idx_q.alloc_tensor(self.idx_dtype)
         ub_gap = (tiling.dst_pitch * isz - round_up(tile.width * isz, 32)) // 32
+        assert tiling.index_arg is not None
         asc.data_copy_pad(idx, self.gm[tiling.index_arg][tile.row * tile.width],
                           asc.DataCopyExtParams(tile.rows, tile.width * isz, 0, ub_gap))
         self.idx_q.enque(idx)
 
     def compute(self, tile: Tile) -> None:
-        tiling: ElementsTiling = self.tiling
+        tiling = self.tiling
+        assert isinstance(tiling, ElementsTiling)
         isz = self.dtype.itemsize
         x = self.in_q.deque()
         idx = self.idx_q.deque()

@@ -34,6 +34,7 @@ subclass with its own process, the kernel entry, the host tiling entry and the r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -44,7 +45,7 @@ from ..hixl.dtypes import FLOATS, to_numpy
 from ..intmath import ceil_div, round_up
 from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.backend import KernelType
-from ..nixl.tuning import TuningSpace
+from ..nixl.tuning import TuningConfig, TuningSpace
 from .matmul_epilogue import CREDITS, FREE, READY, Epilogue, EpilogueKernel, plan_vector_side
 from .matmul_tiling import ND2NZ_MAX_PITCH, MatmulShape, MatmulTiling, matmul_shape, plan
 from .version import BUILT_FOR_RUNTIME
@@ -64,7 +65,9 @@ class CubeQueues:
     shares: L1 chunks of A and B (A1, B1), L0A and L0B (A2, B2), the L0C tiles and the bias
     path (L1 -> BiasTable); one Mmad, from the bias row or not."""
 
-    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
+    def __init__(self, ctx: KernelContext, t: MatmulTiling, a: asc.GlobalTensor,
+                 b: asc.GlobalTensor, out: asc.GlobalTensor,
+                 bias: asc.GlobalTensor | None = None) -> None:
         self.t, self.ctx, self.a, self.b, self.out, self.bias_gm = t, ctx, a, b, out, bias
         self.shape = t.shape
         self.dtype = to_numpy(t.shape.dtype)
@@ -90,7 +93,8 @@ class CubeQueues:
         if t.hf32:
             asc.set_hf32_mode(True)
             asc.set_hf32_trans_mode(True)
-        self.chunk = None          # the L1 chunk the loads read: (a1, b1)
+        # the L1 chunk the loads read: (a1, b1)
+        self.chunk: tuple[asc.LocalTensor, asc.LocalTensor] | None = None
 
     def a1_elements(self) -> int:
         """A's L1 chunk: bm positions of K (NC1HWC0), or K positions of bm (NZ(A^T))."""
@@ -105,6 +109,7 @@ class CubeQueues:
     def load_bias(self, n0: int, bn: int) -> None:
         """The tile's bias row: GM -> L1 (one ND2NZ row, zero padded) -> BiasTable (float32,
         half widened on the way) [BT]."""
+        assert self.bias_gm is not None                  # called for a product with a bias
         staged = self.bias_l1.alloc_tensor(self.dtype)
         asc.data_copy(staged, self.bias_gm[n0], asc.Nd2NzParams(n_value=1, d_value=bn,
                                                                 src_d_value=bn))
@@ -117,7 +122,8 @@ class CubeQueues:
         self.bias_l1.free_tensor(staged)
         self.bias_bt.enque(bias)
 
-    def mmad(self, c, a2, b2, params, bias: bool) -> None:
+    def mmad(self, c: asc.LocalTensor, a2: asc.LocalTensor, b2: asc.LocalTensor,
+             params: asc.MmadParams, bias: bool) -> None:
         """One Mmad, starting from the BiasTable's row when `bias`."""
         if bias:
             row = self.bias_bt.deque()
@@ -131,7 +137,7 @@ class MatmulKernel(CubeQueues):
     """One AIC's share of the output tiles, written to `out` (y, or a mix kernel's
     workspace)."""
 
-    def process(self):
+    def process(self) -> Iterator[object]:
         """Every tile of this core; in a mix kernel, a flag to the vector cores after each
         and at most CREDITS tiles ahead of them (a generator: the flags are waited on)."""
         t, sh = self.t, self.shape
@@ -150,8 +156,8 @@ class MatmulKernel(CubeQueues):
             for _ in range(min(len(tiles), CREDITS)):
                 yield asc.cross_core_wait_flag(FREE)
 
-    def tile_product(self, c, matrix: int, m0: int, n0: int, bm: int, bn: int, k_lo: int,
-                     k_hi: int, bias: bool) -> None:
+    def tile_product(self, c: asc.LocalTensor, matrix: int, m0: int, n0: int, bm: int, bn: int,
+                     k_lo: int, k_hi: int, bias: bool) -> None:
         """C (L0C) = the tile's product over K [k_lo, k_hi) (+ its bias row): L1 chunks of
         k_l1, base_k steps in each; zeros (or the bias) for an empty K."""
         t = self.t
@@ -169,7 +175,7 @@ class MatmulKernel(CubeQueues):
                 self.compute(c, bm, bn, bk, bias and k0 + kk == k_lo, first=k0 + kk == k_lo,
                              last=k0 + kk + bk == k_hi, last_of_chunk=kk + bk == kc)
 
-    def zero(self, c, bm: int, bn: int, bias: bool) -> None:
+    def zero(self, c: asc.LocalTensor, bm: int, bn: int, bias: bool) -> None:
         """K of 0: one Mmad of k = 1 over zero-filled L0A and L0B (16 of K each) gives zeros
         (or the bias)."""
         a2, b2 = self.a2.alloc_tensor(self.dtype), self.b2.alloc_tensor(self.dtype)
@@ -206,7 +212,7 @@ class MatmulKernel(CubeQueues):
                 dst_nz_c0_stride=round_up(kc, FRACTAL)))
         self.b1.enque(b1)
 
-    def copy_b_blocks(self, b1, src: int, bn: int, kc: int) -> None:
+    def copy_b_blocks(self, b1: asc.LocalTensor, src: int, bn: int, kc: int) -> None:
         """float32 B as stored: each 16 rows of K an NZ matrix of their own (its fractals side
         by side, as LoadDataWithTranspose takes a square), in one ND2NZ when the strides
         allow."""
@@ -230,6 +236,7 @@ class MatmulKernel(CubeQueues):
         sh, c0 = self.shape, self.c0
         if kk == 0:
             self.chunk = (self.a1.deque(), self.b1.deque())
+        assert self.chunk is not None               # loaded at the chunk's first K step
         a1, b1 = self.chunk
         a2 = self.a2.alloc_tensor(self.dtype)
         if sh.trans_a:
@@ -261,8 +268,8 @@ class MatmulKernel(CubeQueues):
                     src_stride=round_up(kc, FRACTAL) // FRACTAL, if_transpose=True))
         self.b2.enque(b2)
 
-    def compute(self, c, bm: int, bn: int, bk: int, bias: bool, first: bool, last: bool,
-                last_of_chunk: bool) -> None:
+    def compute(self, c: asc.LocalTensor, bm: int, bn: int, bk: int, bias: bool, first: bool,
+                last: bool, last_of_chunk: bool) -> None:
         """One Mmad: C = A . B (+ the bias row) on the tile's first step, C += A . B after;
         its unit flag hands the tile to the Fixpipe after the last step."""
         a2, b2 = self.a2.deque(), self.b2.deque()
@@ -278,11 +285,12 @@ class MatmulKernel(CubeQueues):
         self.a2.free_tensor(a2)
         self.b2.free_tensor(b2)
         if last_of_chunk:           # the chunk's loads are done: L1 may be refilled
+            assert self.chunk is not None
             a1, b1 = self.chunk
             self.a1.free_tensor(a1)
             self.b1.free_tensor(b1)
 
-    def copy_out(self, c, matrix: int, m0: int, n0: int, bm: int, bn: int) -> None:
+    def copy_out(self, c: asc.LocalTensor, matrix: int, m0: int, n0: int, bm: int, bn: int) -> None:
         """L0C -> GM: one Fixpipe, float32 -> the output type, NZ -> ND, reading the tile as
         its last Mmad's unit flags release it."""
         t, sh = self.t, self.shape
@@ -295,11 +303,13 @@ class SplitKMatmulKernel(MatmulKernel):
     """A product cut along K (the tiling's k_splits > 1): units of (tile, part of K), their
     float32 partial rows summed after a SyncAll."""
 
-    def __init__(self, ctx: KernelContext, t: MatmulTiling, a, b, out, bias=None):
+    def __init__(self, ctx: KernelContext, t: MatmulTiling, a: asc.GlobalTensor,
+                 b: asc.GlobalTensor, out: asc.GlobalTensor,
+                 bias: asc.GlobalTensor | None = None) -> None:
         super().__init__(ctx, t, a, b, out, bias)
-        self.partials = ctx.workspace.reinterpret(F32)
+        self.partials = ctx.planned_workspace.reinterpret(F32)
 
-    def process(self):
+    def process(self) -> Iterator[object]:
         """Split-K: each unit is a tile's product over one part of K, written as float32
         partial rows to the workspace ([m][part][n]); after a SyncAll each core sums the
         parts of its tiles' rows, one GEMV each: a row of ones times the parts (k = parts),
@@ -330,7 +340,8 @@ class SplitKMatmulKernel(MatmulKernel):
                 rows += 1
         self.a2.free_tensor(ones)
 
-    def sum_parts(self, c, ones, m: int, n0: int, bn: int) -> None:
+    def sum_parts(self, c: asc.LocalTensor, ones: asc.LocalTensor, m: int, n0: int,
+                  bn: int) -> None:
         """Row m of y, columns [n0, n0 + bn): the sum of its parts."""
         t, sh = self.t, self.shape
         parts = t.k_splits
@@ -356,7 +367,7 @@ class SplitKMatmulKernel(MatmulKernel):
             quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
 
 
-def matmul_kernel(ctx: KernelContext, *gm):
+def matmul_kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> Iterator[object]:
     """Every matrix-product entry: gm = the kernel inputs, then y. On a cube kernel the AIC
     writes y; in a mix kernel it writes float32 tiles to the workspace and the AIVs run the
     epilogue's program into y."""
@@ -372,7 +383,7 @@ def matmul_kernel(ctx: KernelContext, *gm):
     kernel = SplitKMatmulKernel if t.k_splits > 1 else MatmulKernel
     if not epi.vector:
         return kernel(ctx, t, a, b, y, bias).process()
-    acc = ctx.workspace.reinterpret(F32)
+    acc = ctx.planned_workspace.reinterpret(F32)
     if ctx.is_aic:
         return kernel(ctx, t, a, b, acc, bias).process()
     return EpilogueKernel(ctx, t, [acc] + [given(i) for i in epi.inputs], y).process()
@@ -381,7 +392,7 @@ def matmul_kernel(ctx: KernelContext, *gm):
 # ---------------------------------------------------------------- host tiling
 
 def launch_plan(shape: MatmulShape, epilogue: Epilogue, ins: list, out: TensorDesc,
-                chip: ChipSpec, config) -> LaunchPlan:
+                chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
     """The plan of a product and its epilogue: a cube kernel when the Cube finishes it, a
     mix kernel with a float32 workspace of the output when the vector cores take part."""
     out_dtype = "float32" if epilogue.vector else out.dtype

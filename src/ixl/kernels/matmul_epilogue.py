@@ -18,13 +18,15 @@ into the two parts; `EpilogueKernel` is the AIV side.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ..ascend import lang as asc
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div
 from ..nixl import KernelContext, TensorDesc
-from .elementwise import RowKernel, RowTile, plan_given_rows
+from .broadcast import InputPlan
+from .elementwise import ElementwiseTiling, RowKernel, RowTile, plan_given_rows
 from .matmul_tiling import MatmulTiling
 from .program import Step
 from .ub import spread
@@ -87,7 +89,7 @@ def consumers(program: tuple[Step, ...], n_inputs: int, operands: tuple[int, int
 
 
 def plan_vector_side(epilogue: Epilogue, in_descs: list, out: TensorDesc, mm: MatmulTiling,
-                     chip: ChipSpec):
+                     chip: ChipSpec) -> ElementwiseTiling:
     """The vector side's row layout: a tile's columns as the row width, at most half its rows
     (one AIV's share) per UB tile."""
     acc = TensorDesc.nd(out.shape, "float32")
@@ -99,16 +101,20 @@ def plan_vector_side(epilogue: Epilogue, in_descs: list, out: TensorDesc, mm: Ma
 class EpilogueKernel(RowKernel):
     """One AIV of a mix kernel: its half of the rows of each tile its AIC finishes."""
 
-    def __init__(self, ctx: KernelContext, mm: MatmulTiling, srcs: list, y: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, mm: MatmulTiling, srcs: list,
+                 y: asc.GlobalTensor) -> None:
         """`srcs`: the workspace (the product's float32 tiles) and the program's inputs."""
         super().__init__(replace(ctx, tiling=mm.vector), srcs, y)
         self.mm, self.ctx = mm, ctx
 
-    def fill_constant(self, buf, row, cap: int, p) -> None:
+    def fill_constant(self, buf: asc.LocalTensor, row: asc.LocalTensor, cap: int,
+                      p: InputPlan) -> None:
         """A single element (the only input built once here) spread over a whole tile."""
         spread(buf, row, self.tiling.tile * self.tiling.row_pad)
 
-    def process(self):
+    # On a mix kernel's vector side the tiles wait on the AIC's flags: process is a generator
+    # here, unlike the plain row kernel's.
+    def process(self) -> Iterator[object]:  # type: ignore[override]
         mm, ctx = self.mm, self.ctx
         shape, rows_per = mm.shape, self.tiling.tile
         group = ctx.block_idx // ctx.task_ratio

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ascend.chips import ChipSpec
 from ..hixl import broadcast_shapes
@@ -27,6 +27,9 @@ from ..intmath import ceil_div, round_up
 from ..nixl import TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig
 from .tiling import Tiling
+
+if TYPE_CHECKING:
+    from .matmul_epilogue import Epilogue
 
 ACCUMULATOR_BYTES = 4            # L0C holds float32 (int32) [MMAD]
 FRACTAL_ROWS = 16                # a fractal's rows: the most rows split-K sums with GEMVs
@@ -169,7 +172,7 @@ class MatmulTiling(Tiling):
 
 # ---------------------------------------------------------------- host tiling
 
-def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilogue,
+def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilogue: Epilogue,
          out_dtype: str) -> tuple[int, MatmulTiling]:
     """(block_dim, tiling) of `shape` followed by `epilogue` (a bias row limits base_n to the
     BiasTable) on `chip` at `config`, the Fixpipe writing `out_dtype`; DoesNotFit when no

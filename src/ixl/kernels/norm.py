@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from .axis_plan import TUNING_SPACE, padded_storage, plan
 from .axis_ub import PLAIN
 from .fusion_provider import FUSION
 from .version import BUILT_FOR_RUNTIME
+
+if TYPE_CHECKING:
+    from .axis_layout import Tile
 
 
 def _lowest(tile) -> float:
@@ -49,10 +53,10 @@ class Softmax(AxisOp):
     stats = 2
     pad = -np.inf
 
-    def needs_aux(self, layout):
+    def needs_aux(self, layout: str) -> bool:
         return layout == "column"      # the column reduction must not overwrite x
 
-    def first(self, tile, x, st, n):
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
@@ -62,14 +66,14 @@ class Softmax(AxisOp):
 
     merge = staticmethod(_online_merge)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         asc.reciprocal(st[1], st[1], tile.nstat)
 
-    def prepare(self, tile, x, st):
+    def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.sub, x, x, st[0])
         asc.exp(x, x, tile.size)
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.mul, y, x, st[1])
 
 
@@ -77,10 +81,10 @@ class LogSoftmax(AxisOp):
     stats = 2
     pad = -np.inf
 
-    def needs_aux(self, layout):
+    def needs_aux(self, layout: str) -> bool:
         return True                    # exp(x - max) goes beside x, which the output needs
 
-    def first(self, tile, x, st, n):
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
@@ -90,13 +94,13 @@ class LogSoftmax(AxisOp):
 
     merge = staticmethod(_online_merge)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         asc.ln(st[1], st[1], tile.nstat)
 
-    def prepare(self, tile, x, st):
+    def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.sub, x, x, st[0])
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.sub, y, x, st[1])
 
 
@@ -113,10 +117,10 @@ class LayerNorm(AxisOp):
     stat_outputs = ((0, "float32"), (1, "float32"))
     empty = (np.nan, np.nan)
 
-    def needs_aux(self, layout):
+    def needs_aux(self, layout: str) -> bool:
         return True
 
-    def first(self, tile, x, st, n):
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         mean, m2 = st
         tile.reduce("sum", x, mean)
         asc.muls(mean, mean, 1.0 / n, tile.nstat)
@@ -124,7 +128,8 @@ class LayerNorm(AxisOp):
         asc.mul(tile.aux, x, x, tile.size)
         tile.reduce("sum", tile.aux, m2, keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
+              n_seg: int) -> None:
         """Chan et al.: mean += d * nb / n; M2 += M2b + d^2 * na * nb / n, d = mean_b - mean."""
         (ma, qa), (mb, qb), k = acc, seg, tile.nstat
         n = n_acc + n_seg
@@ -136,13 +141,13 @@ class LayerNorm(AxisOp):
         asc.add(qa, qa, qb, k)
         asc.add(qa, qa, tmp, k)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         _inv_rms(tile, st[1], n)
 
-    def prepare(self, tile, x, st):
+    def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.sub, x, x, st[0])
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.mul, y, x, st[1])
         scale, bias = tile.params
         if scale is not None:
@@ -155,20 +160,21 @@ class RMSNorm(AxisOp):
     stats = 1
     params = 1                         # scale
 
-    def needs_aux(self, layout):
+    def needs_aux(self, layout: str) -> bool:
         return True
 
-    def first(self, tile, x, st, n):
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         asc.mul(tile.aux, x, x, tile.size)
         tile.reduce("sum", tile.aux, st[0], keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
+              n_seg: int) -> None:
         asc.add(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         _inv_rms(tile, st[0], n)
 
-    def finish(self, tile, y, x, st):
+    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.mul, y, x, st[0])
         scale, = tile.params
         if scale is not None:

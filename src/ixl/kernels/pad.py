@@ -7,10 +7,10 @@ the vector Gather picks each output element from the source row or the pad block
 from __future__ import annotations
 
 from ..hixl.ops.shape import pad_widths
-from .row_move import DimMap, grid_part, register_moves
+from .row_move import DimMap, Part, grid_part, register_moves
 
 
-def pad_parts(ins, outs, attrs):
+def pad_parts(ins: list, outs: list, attrs: dict) -> list[Part]:
     data, out = ins[0], outs[0]
     axes = ins[3].value if len(ins) > 3 and ins[3] is not None else None
     widths = pad_widths(data.shape, list(ins[1].value), axes)

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -121,9 +123,10 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
     win = pool_window(op, x.shape, attrs, tuple(int(k) for k in attrs["kernel_shape"]))
     lead = (1,) if len(win.kernel) == 1 else ()
     zero = (0,) if lead else ()
-    geometry = dict(dims=lead + tuple(x.shape[2:]), out_dims=lead + win.out,
-                    kernel=lead + win.kernel, strides=lead + win.strides,
-                    dilations=lead + win.dilations, begin=zero + win.begin, end=zero + win.end)
+    geometry: dict[str, Any] = dict(
+        dims=lead + tuple(x.shape[2:]), out_dims=lead + win.out, kernel=lead + win.kernel,
+        strides=lead + win.strides, dilations=lead + win.dilations, begin=zero + win.begin,
+        end=zero + win.end)
     planes = x.shape[0] * x.shape[1]
     s_isz, blk = x.itemsize, chip.block_elems(F32.itemsize)
     per_rep = chip.repeat_bytes // chip.block_bytes
@@ -143,7 +146,7 @@ def plan(x: TensorDesc, attrs: dict, chip: ChipSpec, config: TuningConfig | None
         raise DoesNotFit(f"{1 + indices} output queues x {config.buffers} buffers need "
                          f"{(1 + indices) * config.buffers} event ids; VECOUT has "
                          f"{chip.event_ids_per_position} on {chip.name}")
-    base = dict(kind=kind, dtype=x.dtype, planes=planes, count_include_pad=bool(
+    base: dict[str, Any] = dict(kind=kind, dtype=x.dtype, planes=planes, count_include_pad=bool(
         attrs.get("count_include_pad", 0)), indices=indices,
         column_major=bool(attrs.get("storage_order", 0)), config=config, **geometry)
     if planes == 0 or math.prod(geometry["out_dims"]) == 0:
@@ -205,7 +208,8 @@ class PoolQueues:
     indices; the pooled, spread, tap and row buffers in float32), and the output
     conversions: values to the output type, float indices to int64."""
 
-    def __init__(self, ctx: KernelContext, x, y, indices=None):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor,
+                 indices: asc.GlobalTensor | None = None) -> None:
         """Init: the queues and buffers of the UB plan."""
         t: PoolTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.y, self.idx_gm = ctx, t, ctx.chip, x, y, indices
@@ -241,14 +245,14 @@ class PoolQueues:
         self.pipe.init_buffer(b, nbytes)
         return b.get(dtype)
 
-    def emit(self, dst, value, count: int) -> None:
+    def emit(self, dst: asc.LocalTensor, value: asc.LocalTensor, count: int) -> None:
         """A float32 row of results in the output type."""
         if self.sdt == F32:
             asc.adds(dst, value, 0.0, count)
         else:
             asc.cast(dst, value, asc.RoundMode.CAST_RINT, count)
 
-    def widen(self, dst, index) -> None:
+    def widen(self, dst: asc.LocalTensor, index: asc.LocalTensor) -> None:
         """Float indices (integers below 2^24) to int64 in UB: to int32, each spread over a
         block of its own (brcb), then four masked copies put value j at int32 lane 2j, whose
         neighbour (the high word) is 0."""
@@ -276,7 +280,8 @@ class PoolQueues:
 class PoolKernel(PoolQueues):
     """One core's units: (plane, band of output positions along the first dim)."""
 
-    def __init__(self, ctx: KernelContext, x, y, indices=None):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor,
+                 indices: asc.GlobalTensor | None = None) -> None:
         """Init: the queues and buffers; the spread rows' padding, MaxPool's column of each
         spread block, AveragePool's reciprocal counts along the last dim."""
         super().__init__(ctx, x, y, indices)
@@ -346,16 +351,17 @@ class PoolKernel(PoolQueues):
                           self.pooled[1][r * t.out_pitch] if t.indices else None)
         self.in_q.free_tensor(slot)
         y = self.out_q.alloc_tensor(self.sdt)
-        idx = self.idx_q.alloc_tensor(I64) if t.indices else None
+        idx = self.idx_q.alloc_tensor(I64) if self.idx_q is not None else None
         outer = [range(first, last)] + [range(n) for n in t.out_dims[1:-1]]
         for q, o in enumerate(itertools.product(*outer)):
             value, index = self.combine_rows(o, lo)
             self.emit(y[q * self.out_row], value, count=t.out_width)
             if idx is not None:
+                assert index is not None            # combine_rows keeps indices when asked
                 asc.adds(index, index, float(plane * math.prod(t.dims)), t.out_pitch)
                 self.widen(idx[q * t.packed], index)
         self.out_q.enque(y)
-        if idx is not None:
+        if self.idx_q is not None and idx is not None:
             self.idx_q.enque(idx)
 
     def copy_out(self, plane: int, first: int, last: int) -> None:
@@ -365,13 +371,14 @@ class PoolKernel(PoolQueues):
         y = self.out_q.deque()
         copy_rows(self.y[offset], y, rows, t.out_width, t.out_width, self.out_row)
         self.out_q.free_tensor(y)
-        if t.indices:
+        if self.idx_q is not None:
+            assert self.idx_gm is not None          # the indices output exists
             idx = self.idx_q.deque()
             copy_rows(self.idx_gm[offset], idx, rows, t.out_width, t.out_width, t.packed)
             self.idx_q.free_tensor(idx)
 
     # ---- along the last dim ----
-    def spread_row(self, row) -> None:
+    def spread_row(self, row: asc.LocalTensor) -> None:
         """Value c of the row into block begin + c of the spread row (brcb, eight values per
         repeat); the padding blocks around it keep the pad value."""
         t, blk, per_rep = self.t, self.blk, self.per_rep
@@ -380,7 +387,8 @@ class PoolKernel(PoolQueues):
                             per_rep * F32.itemsize, self.chip.block_bytes):
             asc.brcb(base[q0 * per_rep * blk], row[q0 * per_rep], n)
 
-    def pool_row(self, combine, value, index) -> None:
+    def pool_row(self, combine: Callable[..., None], value: asc.LocalTensor,
+                 index: asc.LocalTensor | None) -> None:
         """The window along the last dim, one output per block: tap k of output j reads spread
         block j * stride + k * dilation (a block stride of the pooling stride); with `index`,
         a tap replaces the running maximum's column only when strictly greater. Then one value
@@ -420,7 +428,7 @@ class PoolKernel(PoolQueues):
                 asc.block_reduce_max(dst[q0 * self.per_rep], src[q0 * lanes], lanes, n)
 
     # ---- across the outer dims ----
-    def combine_rows(self, o: tuple, lo: int):
+    def combine_rows(self, o: tuple, lo: int) -> tuple[asc.LocalTensor, asc.LocalTensor | None]:
         """Output row o: the pooled input rows its window reads, in row-major order, combined
         (a maximum keeps the first index that reaches it); the average divided by its count."""
         t = self.t
@@ -449,7 +457,8 @@ class PoolKernel(PoolQueues):
             asc.muls(value, value, 1.0 / math.prod(t.count(d, od) for d, od in enumerate(o)), n)
         return value, (index if t.indices else None)
 
-    def position(self, dst, columns, at: tuple, flat: int) -> None:
+    def position(self, dst: asc.LocalTensor, columns: asc.LocalTensor, at: tuple,
+                 flat: int) -> None:
         """dst = the position in the plane of each column of input row `at` (its outer
         indices; `flat` its row number): row major, or with storage_order=1 column major."""
         t, n = self.t, self.t.out_pitch

@@ -22,7 +22,8 @@ class BodyArgs:
 
     __slots__ = ("y", "xs", "tmp", "n", "nv", "attrs")
 
-    def __init__(self, y: asc.LocalTensor, xs: list, tmp: list, n: int, nv: int, attrs: dict):
+    def __init__(self, y: asc.LocalTensor, xs: list, tmp: list, n: int, nv: int,
+                 attrs: dict) -> None:
         self.y, self.xs, self.tmp, self.n, self.nv, self.attrs = y, xs, tmp, n, nv, attrs
 
 
@@ -53,14 +54,14 @@ class Step:
 
 def scalar_inputs(steps: tuple[Step, ...]) -> set[int]:
     """The value ids the program reads as scalar operands."""
-    out = set()
+    out: set[int] = set()
     for s in steps:
         if s.body.scalars:
             out.update(s.args[-len(s.body.scalars):])
     return out
 
 
-def resolve_program(steps, values: dict) -> list[tuple]:
+def resolve_program(steps: tuple[Step, ...], values: dict) -> list[tuple]:
     """Per step, once per block: body, data value ids, attributes with the scalar operands'
     values filled in."""
     out = []

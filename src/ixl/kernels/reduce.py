@@ -15,6 +15,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from .reduce_split import SplitTiling, split_kernel, split_plan
 from .reducers import MAPS, REDUCERS, unsaturate
 from .version import BUILT_FOR_RUNTIME
 
+if TYPE_CHECKING:
+    from .axis_layout import Tile
+
 
 class Reduce(AxisOp):
     """One reduction of REDUCERS, with an optional map of MAPS on each element before it
@@ -38,23 +42,24 @@ class Reduce(AxisOp):
     stat_outputs = ((0, None),)
 
     def __init__(self, kind: str, mean: bool = False, pre: str = "", post: str = "",
-                 empty: float | None = None):
+                 empty: float | None = None) -> None:
         self.kind, self.mean, self.pre, self.post = kind, mean, pre, post
         self.pad = REDUCERS[kind].identity
         self.empty = (np.nan if mean else REDUCERS[kind].identity if empty is None else empty,)
 
-    def needs_aux(self, layout):
+    def needs_aux(self, layout: str) -> bool:
         return self.kind == "prod"     # unsaturate's scratch
 
-    def first(self, tile, x, st, n):
+    def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         if self.pre:                  # the pad lanes hold 0, which abs and square keep
             MAPS[self.pre](x, x, tile.size)
         tile.reduce(self.kind, x, st[0], keep=False)
 
-    def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
+    def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
+              n_seg: int) -> None:
         REDUCERS[self.kind].combine(acc[0], acc[0], seg[0], tile.nstat)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         if self.mean:
             asc.muls(st[0], st[0], 1.0 / n, tile.nstat)
         if self.post:
@@ -72,7 +77,7 @@ class LogSumExp(Softmax):
     stat_outputs = ((1, None),)
     empty = (-np.inf,)
 
-    def finalize(self, tile, st, n):
+    def finalize(self, tile: Tile, st: list, n: int) -> None:
         m, s = st
         asc.ln(s, s, tile.nstat)
         asc.add(s, s, m, tile.nstat)
@@ -178,14 +183,14 @@ def _split(gm):
 
 for _name, _kind, _mean in (("ReduceSum", "sum", False), ("ReduceMax", "max", False),
                             ("ReduceMin", "min", False), ("ReduceMean", "sum", True)):
-    _op = Reduce(_kind, _mean)
+    _op: AxisOp = Reduce(_kind, _mean)
     register_kernel(KernelEntry(
         op=_name, kernel=_kernel(f"{_name[6:].lower()}_reduce_kernel", _op),
         tiling=_tiling(_op), dtypes=FLOATS, built_for_runtime=BUILT_FOR_RUNTIME,
         declines=_declines, tuning_space=TUNING_SPACE))
 
 # ---- the model-family reductions, and the global pools (a reduction over the spatial dims)
-FAMILY = {
+FAMILY: dict[str, AxisOp] = {
     "ReduceProd": Reduce("prod"),
     "ReduceL1": Reduce("sum", pre="abs"),
     "ReduceL2": Reduce("sum", pre="square", post="sqrt"),

@@ -11,6 +11,7 @@ than half the cores and a unit is longer than a tile.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ class SplitReduceKernel:
     """One core's chunk of a row: its float32 partial, then (a row's first core) the row's
     combination."""
 
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
         """Init: the chunk's window, an input queue, a float32 accumulator and copy."""
         tiling: SplitTiling = ctx.tiling
         self.ctx, self.tiling, self.chip, self.y = ctx, tiling, ctx.chip, y
@@ -103,7 +104,7 @@ class SplitReduceKernel:
         pipe.init_buffer(wide_buf, tiling.tile * F32.itemsize)
         self.acc, self.wide = acc_buf.get(F32), wide_buf.get(F32)
 
-    def process(self):
+    def process(self) -> Iterator[object]:
         """A generator: it meets the other cores at a SyncAll."""
         tiling = self.tiling
         asc.duplicate(self.acc, self.reducer.identity, tiling.tile)
@@ -142,18 +143,19 @@ class SplitReduceKernel:
         slot = self.chip.block_elems(F32.itemsize)
         asc.set_flag(asc.HardEvent.V_MTE3, EVENT)
         asc.wait_flag(asc.HardEvent.V_MTE3, EVENT)
-        asc.data_copy(self.ctx.workspace.reinterpret(F32)[self.ctx.block_idx * slot], self.acc,
-                      slot)
+        partials = self.ctx.planned_workspace.reinterpret(F32)
+        asc.data_copy(partials[self.ctx.block_idx * slot], self.acc, slot)
 
     def _to_one(self, acc, tmp, count: int) -> None:
         """Reduce `count` float32 values in acc to acc[0], a whole repeat at a time."""
-        lanes, identity = self.lanes, self.reducer.identity
+        lanes, identity, whole = self.lanes, self.reducer.identity, self.reducer.whole
+        assert whole is not None                    # plan() declines a reduction without one
         limit = self.chip.max_repeat // 8 * 8       # chunks start on 32-byte boundaries
         while count > 1:
             repeats = ceil_div(count, lanes)
             asc.duplicate(tmp, identity, round_up(repeats, lanes))
             for first in range(0, repeats, limit):
-                self.reducer.whole(tmp[first], acc[first * lanes], lanes,
+                whole(tmp[first], acc[first * lanes], lanes,
                                    min(limit, repeats - first))
             asc.adds(acc, tmp, 0.0, round_up(repeats, lanes))
             count = repeats
@@ -162,7 +164,8 @@ class SplitReduceKernel:
         """A row's first core, after the SyncAll: the row's partials back into UB, combined,
         written out."""
         tiling, acc, tmp, lanes = self.tiling, self.acc, self.wide, self.lanes
-        identity = self.reducer.identity
+        identity, whole = self.reducer.identity, self.reducer.whole
+        assert whole is not None                    # plan() declines a reduction without one
         slot = self.chip.block_elems(F32.itemsize)
         cores = tiling.per_unit
         per_repeat = lanes // slot                       # partials (32-byte slots) per repeat
@@ -170,14 +173,14 @@ class SplitReduceKernel:
         asc.duplicate(acc, identity, repeats * lanes)    # slots past the last core: identity
         asc.set_flag(asc.HardEvent.V_MTE2, EVENT)
         asc.wait_flag(asc.HardEvent.V_MTE2, EVENT)
-        asc.data_copy(acc, self.ctx.workspace.reinterpret(F32)[self.unit * cores * slot],
+        asc.data_copy(acc, self.ctx.planned_workspace.reinterpret(F32)[self.unit * cores * slot],
                       cores * slot)
         asc.set_flag(asc.HardEvent.MTE2_V, EVENT)
         asc.wait_flag(asc.HardEvent.MTE2_V, EVENT)
         # one partial at the start of each 32-byte slot: a bitwise mask takes lane 0 of each block
         first_lanes = sum(1 << (k * slot) for k in range(per_repeat))
         asc.duplicate(tmp, identity, lanes)
-        self.reducer.whole(tmp, acc, [first_lanes, 0], repeats)
+        whole(tmp, acc, [first_lanes, 0], repeats)
         self._to_one(tmp, acc, lanes)
         if tiling.post:
             MAPS[tiling.post](tmp, tmp, 1)
@@ -191,6 +194,6 @@ class SplitReduceKernel:
                           asc.DataCopyExtParams(1, self.dtype.itemsize, 0, 0))
 
 
-def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
+def split_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> Iterator[object]:
     """The device kernel's entry for a split plan (a generator: see SplitReduceKernel)."""
     return SplitReduceKernel(ctx, x, y).process()

@@ -29,7 +29,7 @@ def _saturating_mul(dst, a, b, count_or_mask, repeat_times=None, params=None) ->
     asc.maxs(dst, dst, -limit, count_or_mask, *same)
 
 
-def unsaturate(dst, tmp, n: int) -> None:
+def unsaturate(dst: asc.LocalTensor, tmp: asc.LocalTensor, n: int) -> None:
     """dst +/-max (a saturated product) becomes +/-inf, every other value stays: the quotient
     by max truncates to +/-1 or 0 (NaN to 0), and dst + that x max overflows only for a
     saturated one.

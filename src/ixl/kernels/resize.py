@@ -18,6 +18,7 @@ Tiling data, host tiling, kernel class, entries, as a vendor sample.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -92,7 +93,8 @@ class ResizeTiling(Tiling):
 
 # ---------------------------------------------------------------- host tiling
 
-def axis_map(size: int, out: int, scale: float, roi: tuple, attrs: dict):
+def axis_map(size: int, out: int, scale: float, roi: tuple, attrs: dict) -> tuple[np.ndarray,
+             np.ndarray]:
     """(indices, weights) per output index of one axis, as the golden computes them: the
     source coordinates, their neighbours and weights, exclude_outside's renormalisation, the
     neighbours clamped into the axis."""
@@ -157,11 +159,11 @@ def plan(ins: list, out: TensorDesc, attrs: dict, chip: ChipSpec,
     if any(d is not None and d.size and d.value is None for d in given):
         raise DoesNotFit("the host tiling needs the contents of roi, scales and sizes")
     shape = tuple(x.shape)
-    dims, scale, bounds = golden.plan(shape, attrs, *(
+    out_dims, scale, bounds = golden.plan(shape, attrs, *(
         None if d is None or d.size == 0 else np.asarray(d.value).reshape(-1).tolist()
         for d in given))
     lead = (1,) * max(0, 2 - len(shape))
-    shape, dims = lead + shape, lead + tuple(dims)
+    shape, dims = lead + shape, lead + tuple(out_dims)
     scale, bounds = [1.0] * len(lead) + scale, [(0.0, 1.0)] * len(lead) + bounds
     resized = [a for a in range(len(shape)) if not (   # (a dim of 1 to 1: every tap is 0)
         dims[a] == shape[a] and (scale[a] == 1.0 and bounds[a] == (0.0, 1.0) or dims[a] == 1))]
@@ -173,7 +175,8 @@ def plan(ins: list, out: TensorDesc, attrs: dict, chip: ChipSpec,
         raise DoesNotFit("resizing an empty dim to a non-empty one runs on the shim")
     blk, s_isz = chip.block_elems(F32.itemsize), x.itemsize
     per_rep = chip.repeat_bytes // chip.block_bytes
-    rows, runs = (), ()
+    rows: tuple[tuple, ...] = ()
+    runs: tuple[Run, ...] = ()
     if len(shape) - 2 in resized and h and oh:
         rows = tuple(_taps(*axis_map(h, oh, scale[-2], bounds[-2], attrs)))
     if len(shape) - 1 in resized and w and ow:
@@ -230,7 +233,7 @@ def _ub(t: ResizeTiling, band: int, rows_in: int, s_isz: int, chip: ChipSpec) ->
 class ResizeKernel:
     """One core's units: (plane, band of output rows)."""
 
-    def __init__(self, ctx: KernelContext, x, y):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
         t: ResizeTiling = ctx.tiling
         self.ctx, self.t, self.chip, self.x, self.y = ctx, t, ctx.chip, x, y
         self.sdt = to_numpy(t.dtype)
@@ -302,7 +305,7 @@ class ResizeKernel:
         self.out_q.free_tensor(y)
 
     # ---- along the last dim ----
-    def resize_row(self, row, dst) -> None:
+    def resize_row(self, row: asc.LocalTensor, dst: asc.LocalTensor) -> None:
         """The row spread one value per block, each run's taps gathered at its block strides
         and weighed, one value per block packed into dst."""
         t, blk, per_rep = self.t, self.blk, self.per_rep
@@ -336,7 +339,8 @@ class ResizeKernel:
         return [(k0, min(most, run.count - k0), self.blk, min(most, run.count - k0), 1)
                 for k0 in range(0, run.count, most)]
 
-    def strided(self, instr, dst, src, weight: float, run: Run, dst_step: int) -> None:
+    def strided(self, instr: Callable[..., None], dst: asc.LocalTensor, src: asc.LocalTensor,
+                weight: float, run: Run, dst_step: int) -> None:
         """dst block k * dst_step = weight * src block k * src_step, k < run.count."""
         blk = self.blk
         for k0, _, mask, reps, per in self._pieces(run, dst_step):
@@ -345,7 +349,7 @@ class ResizeKernel:
             instr(dst[k0 * dst_step * blk], src[k0 * run.src_step * blk], weight, mask, reps,
                   params)
 
-    def accumulate(self, dst, product, run: Run) -> None:
+    def accumulate(self, dst: asc.LocalTensor, product: asc.LocalTensor, run: Run) -> None:
         """dst block k * step += product block k."""
         blk, step = self.blk, run.step
         for k0, _, mask, reps, per in self._pieces(run, step):
@@ -354,7 +358,8 @@ class ResizeKernel:
                     params)
 
     # ---- along the dim before ----
-    def weigh(self, dst, rows, pitch: int, taps: tuple, lo: int) -> None:
+    def weigh(self, dst: asc.LocalTensor, rows: asc.LocalTensor, pitch: int, taps: tuple,
+              lo: int) -> None:
         """dst (an output slot row) = the taps' rows, weighed and summed, in the storage
         dtype."""
         n = self.t.out_width
@@ -372,7 +377,7 @@ class ResizeKernel:
             asc.cast(dst, acc, asc.RoundMode.CAST_RINT, self.t.out_width)
 
 
-def resize_kernel(ctx: KernelContext, x, *rest) -> None:
+def resize_kernel(ctx: KernelContext, x: asc.GlobalTensor, *rest: asc.GlobalTensor) -> None:
     ResizeKernel(ctx, x, rest[-1]).process()
 
 

@@ -21,6 +21,7 @@ tile are cut into column chunks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -197,7 +198,8 @@ class RowMoveTiling(Tiling):
 
 def plan(parts: list[Part], dtype: str, chip: ChipSpec, config: TuningConfig | None, *,
          pad_arg: int | None = None, index_arg: int | None = None,
-         index_dtype: str | None = None, index_bytes=lambda tile: 0) -> LaunchPlan:
+         index_dtype: str | None = None, index_bytes: Callable[[int], int] = lambda tile: 0
+         ) -> LaunchPlan:
     """Rows per tile from UB (R11): the input and output queues at the configured buffer count,
     the pad block, and for row maps the offset table and its scratch; `index_bytes(tile)` is
     what a Gather's index buffer takes. Rows longer than a tile are cut into chunks."""
@@ -259,7 +261,7 @@ class Run(NamedTuple):
     row is the same source row)."""
 
     first: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count
     offset: int
     stride: int
 
@@ -310,7 +312,7 @@ class RowMoveKernel:
 
     merge_runs = True       # rows evenly spaced in GM share one copy (False: a copy per row)
 
-    def __init__(self, ctx: KernelContext, gm: tuple):
+    def __init__(self, ctx: KernelContext, gm: tuple) -> None:
         """Init: the pipe, an input and an output queue, the pad block, the offset tables of
         the row maps."""
         tiling: RowMoveTiling = ctx.tiling
@@ -437,8 +439,8 @@ class RowMoveKernel:
                     continue
                 for r in range(run.first, run.first + run.count):
                     self._copy_bits(y[r * tiling.dst_pitch], src, tiling.dst_pitch)
-        for r in self.pad_rows:
-            self._fill(y[int(r) * tiling.dst_pitch], tiling.dst_pitch)
+        for pad_row in self.pad_rows:
+            self._fill(y[int(pad_row) * tiling.dst_pitch], tiling.dst_pitch)
         self.out_q.enque(y)
         self.in_q.free_tensor(x)
 
@@ -522,7 +524,8 @@ def build_row_table(table: asc.LocalTensor, m: DimMap, tiling: RowMoveTiling, pe
             asc.add(row, row, lane, per_row)
 
 
-def make_kernel(name: str, kernel_class=RowMoveKernel):
+def make_kernel(name: str, kernel_class: type[RowMoveKernel] = RowMoveKernel
+                ) -> Callable[..., None]:
     """The device kernel: `kernel(ctx, *inputs, *outputs)`; the parts say what moves where."""
     def kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> None:
         kernel_class(ctx, gm).process()
@@ -535,8 +538,10 @@ def make_kernel(name: str, kernel_class=RowMoveKernel):
 MOVE_DTYPES = tuple(DTYPES)          # data movement is byte movement: every dtype
 
 
-def register_moves(op: str, parts_of, *, pad_arg=lambda ins, attrs: None,
-                   declines=lambda in_descs, attrs: None) -> None:
+def register_moves(op: str, parts_of: Callable[[list, list, dict], list[Part]], *,
+                   pad_arg: Callable[[list, dict], int | None] = lambda ins, attrs: None,
+                   declines: Callable[[list, dict], str | None] = (
+                       lambda in_descs, attrs: None)) -> None:
     """Register `op` on this template: `parts_of(ins, outs, attrs)` gives its parts."""
     def tiling(ins, outs, attrs, chip, config):
         return plan(parts_of(ins, outs, attrs), outs[0].dtype, chip, config,

@@ -6,14 +6,14 @@ elements with the vector Gather."""
 from __future__ import annotations
 
 from ..hixl.ops.shape import slice_bounds
-from .row_move import DimMap, grid_part, register_moves
+from .row_move import DimMap, Part, grid_part, register_moves
 
 
 def _values(desc):
     return None if desc is None else list(desc.value)
 
 
-def slice_parts(ins, outs, attrs):
+def slice_parts(ins: list, outs: list, attrs: dict) -> list[Part]:
     data, out = ins[0], outs[0]
     given = [_values(d) for d in ins[1:]] + [None] * (5 - len(ins))
     bounds = slice_bounds(data.shape, *given[:4])

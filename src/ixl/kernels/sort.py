@@ -33,7 +33,7 @@ from ..ascend.vector_sort import MAX_MERGE_LIST, PAIR_BYTES, SORT_REPEAT
 from ..hixl.dtypes import FLOATS, to_numpy
 from ..hixl.schema import normalize_axis
 from ..intmath import ceil_div, round_up
-from ..nixl import KernelContext, KernelEntry, LaunchPlan, register_kernel
+from ..nixl import KernelContext, KernelEntry, LaunchPlan, TensorDesc, register_kernel
 from ..nixl.tuning import DoesNotFit, TuningConfig, TuningSpace
 from .tiling import Tiling, split_units
 from .ub import floor_div
@@ -92,8 +92,8 @@ def ub_bytes(chunk: int, k: int, length: int, inner: int, isz: int, last_index: 
     return total
 
 
-def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, full: bool,
-         chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
+def plan(x: TensorDesc, k: int, axis: int, largest: bool, last_index: bool, values: bool,
+         full: bool, chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
     """Chunks of the row (the whole row for a full sort), the largest that fits UB; rows
     over cores."""
     config = (config or TuningConfig()).only(("buffer_num", "tile_div", "block_dim"),
@@ -130,7 +130,7 @@ def plan(x, k: int, axis: int, largest: bool, last_index: bool, values: bool, fu
 # ---------------------------------------------------------------- the device kernel
 
 def element_lanes(offs: asc.LocalTensor, n: int, lanes: int, step: int, first: int,
-                  flt) -> None:
+                  flt: asc.LocalTensor | None) -> None:
     """Gather offsets of n lanes, `lanes` per element: element j's lane h reads byte
     first + j x step + 4h (`flt`: float32 scratch of n, for two lanes)."""
     asc.create_vec_index(offs, 0, n)
@@ -138,6 +138,7 @@ def element_lanes(offs: asc.LocalTensor, n: int, lanes: int, step: int, first: i
         asc.muls(offs, offs, step, n)
         asc.adds(offs, offs, first, n)
         return
+    assert flt is not None                  # two lanes per element: the float scratch
     high = flt.reinterpret(np.int32)
     floor_div(high, offs, 2, flt, n, keep=True)              # h = lane mod 2
     asc.sub(offs, offs, high, n)                             # 2j
@@ -151,7 +152,9 @@ class SortQueues:
     """The UB plan of a sort as queues and buffers, and the output queues' writes: values
     and int64 indices spread a block each, written with the axis's GM stride."""
 
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
+    high_blocks: asc.LocalTensor    # the radix sort's: an int64's high words, a block each
+
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple) -> None:
         """Init: an input queue, two output queues (values, indices), the two list buffers
         (the scores and positions start in the second), a running list when rows take
         several chunks, and the Gather offsets and staging a strided or reversed read needs."""
@@ -205,6 +208,7 @@ class SortQueues:
         word = np.int16 if isz == 2 else np.int32
         if self.dtype != self.sdt and isz == 2:             # bfloat16: narrowed, then spread
             narrow = self.staging
+            assert narrow is not None                       # staged: dtype != score dtype
             asc.cast(narrow, scores, asc.RoundMode.CAST_RINT, m)
             scores = narrow
         repeats = ceil_div(m, 8)
@@ -215,6 +219,7 @@ class SortQueues:
                      asc.UnaryRepeatParams())
         self.val_q.enque(y)
         y = self.val_q.deque()
+        assert self.values_gm is not None                   # called when values are wanted
         asc.data_copy_pad(self.values_gm[at], y, asc.DataCopyExtParams(
             m, isz, 0, (tiling.inner - 1) * isz))
         self.val_q.free_tensor(y)
@@ -255,12 +260,14 @@ class SortKernel(SortQueues):
         starts = list(range(0, n, c))
         if tiling.last_index:
             starts.reverse()
-        best, length = None, 0
+        best: asc.LocalTensor | None = None
+        length = 0
         for c0 in starts:
             count = min(c, n - c0)
             self.copy_in(row, c0, count)
             chunk, size = self.compute_chunk(c0, count)
             best, length = self.merge_running(best, length, chunk, size)
+        assert best is not None                             # a row has at least one chunk
         self.copy_out(row, best, length)
 
     def copy_in(self, row: int, c0: int, count: int) -> None:
@@ -278,11 +285,12 @@ class SortKernel(SortQueues):
         if not self.tiling.largest:
             asc.muls(scores, scores, -1.0, count)
 
-    def read(self, row: int, c0: int, count: int):
+    def read(self, row: int, c0: int, count: int) -> tuple[asc.LocalTensor, asc.LocalTensor | None]:
         """The chunk's elements in the input's type: a strided row read a block per element
         and compacted with the vector Gather, reversed for the last index among ties. Returns
         them and the input-queue tensor to free once they are used (None: already free)."""
         tiling, isz = self.tiling, self.dtype.itemsize
+        staging = self.staging
         for r0 in range(0, count, self.read_size):
             m = min(self.read_size, count - r0)
             src = self.x[self.origin(row) + (c0 + r0) * tiling.inner]
@@ -295,15 +303,19 @@ class SortKernel(SortQueues):
             self.in_q.enque(x)
             x = self.in_q.deque()
             if self.strided:                 # element j sits at block j
-                asc.gather(self.staging.reinterpret(self.word)[r0 * self.lanes],
+                assert staging is not None
+                asc.gather(staging.reinterpret(self.word)[r0 * self.lanes],
                            x.reinterpret(self.word), self.compact, 0, m * self.lanes)
                 self.in_q.free_tensor(x)
         data = self.staging if self.strided else x
+        assert data is not None                     # staged when strided
         if tiling.last_index:                # position p <- element count - 1 - p
+            assert self.offsets is not None
             lanes = count * self.lanes
             offs = self.offsets.reinterpret(np.int32)
             element_lanes(offs, lanes, self.lanes, -isz, (count - 1) * isz, self.flt)
             turned = self.a.reinterpret(self.dtype) if self.strided else self.staging
+            assert turned is not None
             asc.gather(turned.reinterpret(self.word), data.reinterpret(self.word),
                        self.offsets, 0, lanes)
             data = turned
@@ -357,7 +369,8 @@ class SortKernel(SortQueues):
     def _merge(self, dst, sources, lengths) -> None:
         asc.mrg_sort(dst, sources, [min(m, self.keep) for m in lengths], self.sdt)
 
-    def merge_running(self, best, length, chunk, size):
+    def merge_running(self, best: asc.LocalTensor | None, length: int, chunk: asc.LocalTensor,
+                      size: int) -> tuple[asc.LocalTensor, int]:
         """The row's best k so far, with the chunk's merged in (the earlier list first: it
         holds the indices that win ties)."""
         if not self.running:
@@ -403,7 +416,7 @@ class RadixSortKernel(SortKernel):
     positions, and the digits still to come, follow each pass's order (vector Gather). The
     last pass keeps k. Rows are one chunk."""
 
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, outs: tuple) -> None:
         super().__init__(ctx, x, outs)
         c, digits = self.tiling.chunk, self.tiling.digits
         self.digit_rows = self._buf(digits * c * 4).reinterpret(np.float32)
@@ -514,7 +527,7 @@ class RadixSortKernel(SortKernel):
             self._write_indices(index[p0], base + p0 * tiling.inner, m)
 
 
-def sort_kernel(ctx: KernelContext, x: asc.GlobalTensor, *rest) -> None:
+def sort_kernel(ctx: KernelContext, x: asc.GlobalTensor, *rest: asc.GlobalTensor) -> None:
     """Inputs: x (and TopK's k, read by the host); outputs: values (not for ArgMax/ArgMin)
     and indices."""
     n_out = 2 if ctx.tiling.values else 1

@@ -6,6 +6,8 @@ so a different chip gives a different tile with no code change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
 from ..nixl.tuning import DoesNotFit, TuningConfig
@@ -66,7 +68,7 @@ def split_units(units: int, chip: ChipSpec, max_cores: int | None = None) -> tup
     return ceil_div(units, per_core), per_core
 
 
-def largest_fit(bytes_of, limit: int, upper: int) -> int:
+def largest_fit(bytes_of: Callable[[int], int], limit: int, upper: int) -> int:
     """The largest n in [0, upper] with bytes_of(n) <= limit, for a bytes_of that grows with n."""
     lo, hi = 0, upper
     while lo < hi:
@@ -85,8 +87,8 @@ def ub_total(sizes: dict, queued: tuple[str, ...], buffers: int, chip: ChipSpec)
                for name, n in sizes.items())
 
 
-def split_bands(planes: int, rows: int, bytes_of, chip: ChipSpec, config: TuningConfig,
-                what: str) -> tuple[int, int, int]:
+def split_bands(planes: int, rows: int, bytes_of: Callable[[int], int], chip: ChipSpec,
+                config: TuningConfig, what: str) -> tuple[int, int, int]:
     """(band, block_dim, units per core) for `planes` independent planes of `rows` output rows
     each, cut into bands of output rows whose UB bytes (`bytes_of(band)`, at the config's tile
     fraction) fit; bands short enough that every core gets a unit when there are fewer planes

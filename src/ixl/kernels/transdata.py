@@ -91,7 +91,7 @@ def plan(ins: list[TensorDesc], outs: list[TensorDesc], attrs: dict, chip: ChipS
 # ---------------------------------------------------------------- the device kernel
 
 class TransDataKernel:
-    def __init__(self, ctx: KernelContext, x, y):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
         t: TransDataTiling = ctx.tiling
         self.t, self.x, self.y = t, x, y
         self.dtype = to_numpy(t.dtype)
@@ -203,7 +203,7 @@ def _transpose(dst: asc.LocalTensor, src: asc.LocalTensor, slot: int, planes_in:
         src_rep_stride=0 if once else planes))
 
 
-def trans_data_kernel(ctx: KernelContext, x, y) -> None:
+def trans_data_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
     TransDataKernel(ctx, x, y).process()
 
 

@@ -48,18 +48,19 @@ SOURCE_ROWS = 16                    # source blocks per TransDataTo5HD repeat
 def simplified(shape: tuple, perm: tuple) -> tuple[tuple, tuple]:
     """(shape, perm) with size-1 dims dropped and neighbours that stay neighbours merged."""
     keep = [i for i, d in enumerate(shape) if d != 1]
-    shape = [shape[i] for i in keep]
-    perm = [keep.index(p) for p in perm if p in keep]
-    merged_shape, groups = [], []          # groups of input dims, in input order
-    for i, d in enumerate(shape):
-        if groups and perm.index(i) == perm.index(groups[-1][-1]) + 1:
+    kept_shape = [shape[i] for i in keep]
+    kept_perm = [keep.index(p) for p in perm if p in keep]
+    merged_shape: list[int] = []
+    groups: list[list[int]] = []           # groups of input dims, in input order
+    for i, d in enumerate(kept_shape):
+        if groups and kept_perm.index(i) == kept_perm.index(groups[-1][-1]) + 1:
             groups[-1].append(i)
             merged_shape[-1] *= d
         else:
             groups.append([i])
             merged_shape.append(d)
     first = {g[0]: k for k, g in enumerate(groups)}
-    new_perm = [first[p] for p in perm if p in first]
+    new_perm = [first[p] for p in kept_perm if p in first]
     return tuple(merged_shape), tuple(new_perm)
 
 
@@ -151,7 +152,7 @@ class Block(NamedTuple):
 
 
 class TransposeKernel:
-    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor):
+    def __init__(self, ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
         tiling: TransposeTiling = ctx.tiling
         self.ctx, self.tiling, self.x, self.y = ctx, tiling, x, y
         self.dtype = to_numpy(tiling.dtype)
@@ -237,7 +238,7 @@ class TransposeKernel:
         self.out_q.free_tensor(y)
 
 
-def transpose_tiles_kernel(ctx: KernelContext, x, y) -> None:
+def transpose_tiles_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
     TransposeKernel(ctx, x, y).process()
 
 
@@ -257,7 +258,7 @@ def _tiling(ins, outs, attrs, chip, config):
     return tile_plan(shape, sperm, out.dtype, chip, config)
 
 
-def transpose_kernel(ctx: KernelContext, x, y) -> None:
+def transpose_kernel(ctx: KernelContext, x: asc.GlobalTensor, y: asc.GlobalTensor) -> None:
     """Rows moved (the last dim stays) or tiles transposed (it moves)."""
     if isinstance(ctx.tiling, RowMoveTiling):
         return make_kernel("transpose_kernel")(ctx, x, y)

@@ -22,10 +22,12 @@ def chunks(total: int, limit: int, unit_bytes: int, block_bytes: int) -> Iterato
         yield start, min(size, total - start)
 
 
-def copy(dst, src, count: int) -> None:
+def copy(dst: asc.LocalTensor | asc.GlobalTensor, src: asc.LocalTensor | asc.GlobalTensor,
+         count: int) -> None:
     """`count` contiguous elements between GM and UB, either way: one DataCopy when they are
     whole 32-byte blocks, else a DataCopyPad (byte-exact in GM, padded to a block in UB)."""
     local = dst if isinstance(dst, asc.LocalTensor) else src
+    assert isinstance(local, asc.LocalTensor)       # one side is UB
     nbytes = count * local.itemsize
     if nbytes % local.core.chip.block_bytes == 0:
         asc.data_copy(dst, src, count)
@@ -33,11 +35,13 @@ def copy(dst, src, count: int) -> None:
         asc.data_copy_pad(dst, src, asc.DataCopyExtParams(1, nbytes, 0, 0))
 
 
-def copy_rows(dst, src, rows: int, count: int, gm_pitch: int, ub_pitch: int,
+def copy_rows(dst: asc.LocalTensor | asc.GlobalTensor, src: asc.LocalTensor | asc.GlobalTensor,
+              rows: int, count: int, gm_pitch: int, ub_pitch: int,
               pad: float | None = None) -> None:
     """`rows` rows of `count` elements between GM (rows `gm_pitch` apart) and UB (`ub_pitch`
     apart, each row padded to a block with `pad`, or its first element when None)."""
     local = dst if isinstance(dst, asc.LocalTensor) else src
+    assert isinstance(local, asc.LocalTensor)       # one side is UB
     inbound = local is dst
     chip, isz = local.core.chip, local.itemsize
     nbytes = count * isz
@@ -69,14 +73,14 @@ def convert(dst: asc.LocalTensor, src: asc.LocalTensor, count: int) -> None:
         asc.cast(dst, src, asc.RoundMode.CAST_RINT, count)
 
 
-def as_bits(dst: asc.LocalTensor, value):
+def as_bits(dst: asc.LocalTensor, value: float) -> tuple[asc.LocalTensor, int]:
     """dst's same-width integer view and `value`'s bits in it: a fill that works for any
     storage type (bfloat16 has no vector arithmetic, its bits do)."""
     bits = {2: np.int16, 4: np.int32}[dst.itemsize]
     return dst.reinterpret(bits), np.array(value, dst.dtype).view(bits).item()
 
 
-def fill(dst: asc.LocalTensor, value, count: int) -> None:
+def fill(dst: asc.LocalTensor, value: float, count: int) -> None:
     """Duplicate a value of dst's dtype."""
     asc.duplicate(*as_bits(dst, value), count)
 

@@ -14,6 +14,7 @@ The constants are mathematics (Taylor coefficients, the digits of pi), not fitte
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def _split_half_pi(parts: int, bits: int) -> tuple[float, ...]:
 HALF_PI_PARTS = _split_half_pi(4, 8)   # k * part exact for |k| < 2^16: |x| below about 1e5
 
 
-def polynomial(y, z, coefs, n) -> None:
+def polynomial(y: asc.LocalTensor, z: asc.LocalTensor, coefs: Sequence[float], n: int) -> None:
     """y = coefs[0] + z (coefs[1] + z (...)), by Horner's rule; y and z may not alias."""
     asc.muls(y, z, coefs[-1], n)
     for c in reversed(coefs[1:-1]):
@@ -58,7 +59,7 @@ def polynomial(y, z, coefs, n) -> None:
     asc.adds(y, y, coefs[0], n)
 
 
-def tanh_fast(y, x, tmp, n) -> None:
+def tanh_fast(y: asc.LocalTensor, x: asc.LocalTensor, tmp: asc.LocalTensor, n: int) -> None:
     """tanh(x) = 1 - 2 / (exp(2x) + 1): saturates cleanly where exp overflows; near 0 its
     absolute error is a float's, not its relative error. Scratch: tmp."""
     asc.muls(tmp, x, 2.0, n)
@@ -69,7 +70,8 @@ def tanh_fast(y, x, tmp, n) -> None:
     asc.adds(y, y, 1.0, n)
 
 
-def tanh(y, x, tmp, n, nv) -> None:
+def tanh(y: asc.LocalTensor, x: asc.LocalTensor, tmp: list[asc.LocalTensor], n: int,
+         nv: int) -> None:
     """tanh(x) to a few float32 ulps relative everywhere: the odd series below |x| = 1/4,
     selected over tanh_fast. Scratch: tmp[0..2]; y and x may not alias."""
     z, series, mask = tmp[0], tmp[1], tmp[2].reinterpret(np.uint8)
@@ -82,7 +84,8 @@ def tanh(y, x, tmp, n, nv) -> None:
     asc.select(y, mask, series, y, nv)
 
 
-def log1p_exp_neg_abs(y, x, tmp, n, nv) -> None:
+def log1p_exp_neg_abs(y: asc.LocalTensor, x: asc.LocalTensor, tmp: list[asc.LocalTensor], n: int,
+                      nv: int) -> None:
     """y = ln(1 + exp(-|x|)), to a few ulps relative even where exp(-|x|) is tiny: with
     u = exp(-|x|) and w = 1 + u, ln(1 + u) = ln(w) * u / (w - 1) (Goldberg), and u itself where
     w rounds to 1. Scratch: tmp[0..2]."""
@@ -99,7 +102,8 @@ def log1p_exp_neg_abs(y, x, tmp, n, nv) -> None:
     asc.select(y, mask, u, y, nv)
 
 
-def softplus(y, x, tmp, n, nv) -> None:
+def softplus(y: asc.LocalTensor, x: asc.LocalTensor, tmp: list[asc.LocalTensor], n: int,
+             nv: int) -> None:
     """y = ln(1 + exp(x)) = max(x, 0) + ln(1 + exp(-|x|)): no overflow for large x, full
     relative precision for very negative x. Scratch: tmp[0..3]; y and x may not alias."""
     log1p_exp_neg_abs(y, x, tmp, n, nv)
@@ -107,7 +111,8 @@ def softplus(y, x, tmp, n, nv) -> None:
     asc.add(y, y, tmp[3], n)
 
 
-def expm1_nonpositive(y, x, tmp, n, nv) -> None:
+def expm1_nonpositive(y: asc.LocalTensor, x: asc.LocalTensor, tmp: list[asc.LocalTensor], n: int,
+                      nv: int) -> None:
     """y = exp(x) - 1 for x <= 0, to a few ulps relative near 0 (Kahan): with u = exp(x),
     (u - 1) * x / ln(u), and x itself where u rounds to 1; x is clamped at EXPM1_LOWEST, where
     the result is -1 to float32. Scratch: tmp[0..2]; y and x may not alias."""
@@ -122,7 +127,8 @@ def expm1_nonpositive(y, x, tmp, n, nv) -> None:
     asc.select(y, mask, m, y, nv)
 
 
-def integral(y, x, mode, tmp, n, nv) -> None:
+def integral(y: asc.LocalTensor, x: asc.LocalTensor, mode: asc.RoundMode,
+             tmp: list[asc.LocalTensor], n: int, nv: int) -> None:
     """y = x rounded to an integer by `mode` (CAST_FLOOR, CAST_CEIL, CAST_RINT: halves to
     even), through an int32 cast and back; values from 2^23 on are integers already, and
     NaN and the infinities pass as they are. Scratch: tmp[0..1]; y and x may not alias."""
@@ -134,7 +140,8 @@ def integral(y, x, mode, tmp, n, nv) -> None:
     asc.select(y, mask, y, x, nv)
 
 
-def quadrant_reduce(r, k, x, tmp, n, nv, shift: int) -> None:
+def quadrant_reduce(r: asc.LocalTensor, k: asc.LocalTensor, x: asc.LocalTensor,
+                    tmp: list[asc.LocalTensor], n: int, nv: int, shift: int) -> None:
     """x = (k - shift) pi/2 + r with |r| <= pi/4 (Cody-Waite: k pi/2 subtracted in parts that
     multiply exactly); k is left as k mod 4, a float in {0, 1, 2, 3}. Scratch: tmp[0]."""
     as_int = tmp[0].reinterpret(np.int32)
@@ -154,7 +161,8 @@ def quadrant_reduce(r, k, x, tmp, n, nv, shift: int) -> None:
     asc.add(k, k, tmp[0], n)
 
 
-def sine(y, x, tmp, n, nv, shift: int = 0) -> None:
+def sine(y: asc.LocalTensor, x: asc.LocalTensor, tmp: list[asc.LocalTensor], n: int, nv: int,
+         shift: int = 0) -> None:
     """y = sin(x + shift * pi/2) (shift 1: cos x): sin or cos of the reduced argument by the
     quadrant, negated in quadrants 2 and 3; NaN for an infinite x. Accurate to float32 for |x|
     below about 1e5 (the reduction's exact range). Scratch: tmp[0..4]; y and x may not alias."""

@@ -21,6 +21,8 @@ Float16 in and out converts through float32.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from ..ascend import lang as asc
@@ -31,7 +33,7 @@ TWO31 = float(2 ** 31)
 TWO63 = float(2 ** 63)
 
 
-def needs_wide(in_dtypes, out_dtype: str) -> bool:
+def needs_wide(in_dtypes: Iterable[str], out_dtype: str) -> bool:
     """Whether a tile converts through this module: an int64 input, an int64 or bool output
     (a bool input has its own Cast path, uint8 to float16)."""
     return "int64" in in_dtypes or out_dtype in ("int64", "bool")
@@ -46,7 +48,7 @@ class WideScratch:
     """The scratch the conversions share, for tiles of up to `cap` elements (a multiple of
     the float16 lanes)."""
 
-    def __init__(self, pipe: asc.TPipe, cap: int):
+    def __init__(self, pipe: asc.TPipe, cap: int) -> None:
         self.cap = cap
 
         def buf(nbytes: int, dtype) -> asc.LocalTensor:

@@ -3,6 +3,7 @@ profile per op type (thin: parse, run, print)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from ..nixl import GraphRecord
 from .minilm import DTYPES, MiniLM
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add `model minilm` and `model smollm2` to the `ixl` command's subparsers."""
     parser = subparsers.add_parser("model", help="run a real model on the simulated chip")
     sub = parser.add_subparsers(dest="model_command", required=True)
@@ -82,7 +83,7 @@ def check_texts(texts: list[str]) -> None:
                            f"character {e.start} (give the text in UTF-8)") from None
 
 
-def cmd_minilm(args) -> int:
+def cmd_minilm(args: argparse.Namespace) -> int:
     if args.file:
         from .evaluate import cmd_minilm_file
         return cmd_minilm_file(args)

@@ -50,7 +50,7 @@ class CachedDecoder:
     narrowed to `dtype`."""
 
     def __init__(self, converted: Converted, weights: frozenset[str], chip: str = "910B1",
-                 dtype: str = "float32", optimise: bool = True):
+                 dtype: str = "float32", optimise: bool = True) -> None:
         ids, positions, *cache = converted.inputs
         if ids.shape != (1, SEQUENCE) or positions.shape != (1, SEQUENCE) or not cache \
                 or len(cache) != len(converted.outputs) - 1 \

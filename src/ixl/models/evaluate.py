@@ -10,6 +10,7 @@ outcomes and are written in line order once every line is done.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -141,7 +142,7 @@ def summed(rows: list[dict]) -> list[OpRow]:
     return sorted(total.values(), key=lambda r: -r.time_us)
 
 
-def cmd_minilm_file(args) -> int:
+def cmd_minilm_file(args: argparse.Namespace) -> int:
     if args.profile:
         raise BadInput("--profile lists the launches of one run: use it with --text")
     fuse = not args.no_fuse
@@ -181,7 +182,7 @@ def cmd_minilm_file(args) -> int:
 GENERATION_FORMATS = (".jsonl", ".json")
 
 
-def cmd_smollm2_file(args) -> int:
+def cmd_smollm2_file(args: argparse.Namespace) -> int:
     """Every prompt of the file continued; with --out, one record per line of the file (its
     line number, prompt, tokens, text, modeled ttft_us and tpot_us) as JSON lines or one JSON
     list, written once every line is done."""

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from gguf import GGUFReader
+from gguf import GGUFReader, ReaderTensor
 from gguf.quants import dequantize
 
 
@@ -36,18 +37,18 @@ class GGUFFile:
     """One GGUF file, opened once; tensors are dequantised on request (thread safe: the
     memory map is read only, the name index is built under a lock)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.reader = GGUFReader(str(self.path))
         self._lock = threading.Lock()
         self._tensors: dict | None = None
 
-    def field(self, key: str, default=None):
+    def field(self, key: str, default: Any = None) -> Any:
         """A metadata value (a number, a string, or a list of them)."""
         entry = self.reader.fields.get(key)
         return default if entry is None else entry.contents()
 
-    def tensor_info(self, name: str):
+    def tensor_info(self, name: str) -> ReaderTensor:
         with self._lock:
             if self._tensors is None:
                 self._tensors = {t.name: t for t in self.reader.tensors}

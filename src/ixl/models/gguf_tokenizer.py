@@ -54,7 +54,7 @@ def tokenizer_from_gguf(gguf: GGUFFile) -> Tokenizer:
 class ChatTemplate:
     """`tokenizer.chat_template` of a GGUF file, rendered for a list of chat messages."""
 
-    def __init__(self, source: str, bos_token: str, eos_token: str):
+    def __init__(self, source: str, bos_token: str, eos_token: str) -> None:
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         self.source = source
         self.template = env.from_string(source)

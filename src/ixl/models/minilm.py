@@ -113,7 +113,7 @@ class Embeddings:
 class MiniLM:
     """The model on one chip, in one dtype; graphs specialised per sequence length, cached."""
 
-    def __init__(self, chip: str = "910B1", dtype: str = "float32"):
+    def __init__(self, chip: str = "910B1", dtype: str = "float32") -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
         self.chip, self.dtype = chip, dtype

@@ -67,7 +67,7 @@ class SmolLM2:
     """The model on one chip, in one dtype (float16 and bfloat16 accumulate in float32 inside
     the ops). The weights are dequantised when first needed, once."""
 
-    def __init__(self, chip: str = "910B1", dtype: str = "float32"):
+    def __init__(self, chip: str = "910B1", dtype: str = "float32") -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
         self.chip, self.dtype = chip, dtype

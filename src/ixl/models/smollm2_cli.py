@@ -4,6 +4,7 @@ the profile of prefill and decode (thin: parse, run, print)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -21,7 +22,7 @@ from .smollm2 import DTYPES, Generation, SmolLM2
 MODEL = "SmolLM2-135M-Instruct"
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add `smollm2` to the subparsers of `ixl model`."""
     run = sub.add_parser("smollm2", help=f"{MODEL}: greedy text generation, prefill and "
                                          f"decode profiled")
@@ -89,7 +90,7 @@ def phase_json(rows: list[OpRow], total: float, records: list[GraphRecord]) -> d
                      "shim_reason": r.why or None} for r in rows]}
 
 
-def cmd_smollm2(args) -> int:
+def cmd_smollm2(args: argparse.Namespace) -> int:
     get_chip(args.chip)                 # before the weights are read
     if args.max_new_tokens < 1:
         raise BadInput(f"--max-new-tokens {args.max_new_tokens}: give at least 1")
@@ -147,7 +148,7 @@ def cmd_smollm2(args) -> int:
     return 0
 
 
-def print_summary(args, result: Generation, cache: dict) -> None:
+def print_summary(args: argparse.Namespace, result: Generation, cache: dict) -> None:
     fused = "not fused" if args.no_fuse else "fused"
     stop = "the end of turn" if result.stopped == "eos" else "the limit"
     out.print(f"{MODEL} on {args.chip}, {args.dtype}, {fused}: {len(result.tokens)} new "

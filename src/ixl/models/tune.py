@@ -14,6 +14,7 @@ tunes a chain).
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -215,7 +216,7 @@ def save(results: list[Tuned], chip: str) -> tuple[str | None, list[str]]:
     return path, clashes
 
 
-def cmd_tune_model(args) -> int:
+def cmd_tune_model(args: argparse.Namespace) -> int:
     given = [flag for flag, value in (("OP", args.op), ("--shape", args.shape),
                                       ("--then", args.then), ("--attr", args.attr)) if value]
     if given:

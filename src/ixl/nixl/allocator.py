@@ -87,7 +87,7 @@ class DeviceMemory(Protocol):
 
 class GMAllocator:
     def __init__(self, memory: DeviceMemory, capacity: int, align: int, device_name: str,
-                 base: int = VA_BASE, host_check: bool = False):
+                 base: int = VA_BASE, host_check: bool = False) -> None:
         self.memory = memory
         self.capacity = capacity
         self.align = align

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..ascend import ChipSpec, KernelType, LaunchRecord, Mode, SimulatedChip, get_chip
 from ..ascend.gm import GlobalTensor
@@ -38,7 +39,7 @@ class Backend(Protocol):
 
     def write(self, addr: int, data: np.ndarray) -> None: ...
 
-    def window(self, addr: int, dtype, count: int, name: str) -> GlobalTensor: ...
+    def window(self, addr: int, dtype: DTypeLike, count: int, name: str) -> GlobalTensor: ...
 
     def launch(self, name: str, body: Callable, block_num: int, mode: Mode,
                args: Iterable[tuple[GlobalTensor, GmRole]] = (),

@@ -8,11 +8,25 @@ Kernels never allocate GM.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..ascend.chips import ChipSpec
 from ..ascend.gm import GlobalTensor
+
+
+class BlockCore(Protocol):
+    """What a context reads of the backend's core running the block (nixl names no chip
+    object of its own)."""
+
+    block_idx: int
+    block_num: int
+    sub_block_idx: int
+    task_ratio: int
+
+    @property
+    def kind(self) -> enum.Enum: ...
 
 
 @dataclass(frozen=True)
@@ -27,11 +41,17 @@ class KernelContext:
     task_ratio: int = 1           # AIVs per AIC, on an AIV of a mix kernel
 
     @classmethod
-    def of(cls, core, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
+    def of(cls, core: BlockCore, tiling: Any, chip: ChipSpec, workspace: GlobalTensor | None = None
            ) -> KernelContext:
         """The context of the block `core` (the backend's core) runs now."""
         return cls(core.block_idx, core.block_num, tiling, chip, workspace,
                    core.kind.value == "AIC", core.sub_block_idx, core.task_ratio)
+
+    @property
+    def planned_workspace(self) -> GlobalTensor:
+        """The workspace of a kernel whose launch plan asked for one."""
+        assert self.workspace is not None, "the launch plan asked for no workspace"
+        return self.workspace
 
     @property
     def ub_bytes(self) -> int:

@@ -15,6 +15,7 @@ from ..hixl.branch import Branch
 from .record import RunRecord
 
 if TYPE_CHECKING:
+    from .device import Device
     from .graph import Graph, Node
     from .tensor import DeviceTensor
 
@@ -33,7 +34,8 @@ def runs_as_graphs(node: Node) -> bool:
                                    for b in BRANCHES)
 
 
-def choose_branch(device, node: Node, args: list[DeviceTensor]) -> tuple[GraphBranch, RunRecord]:
+def choose_branch(device: Device, node: Node, args: list[DeviceTensor]
+                  ) -> tuple[GraphBranch, RunRecord]:
     """Check the If's inputs, read its condition back and say which branch runs. In
     timing-only mode nothing is computed, so the condition is unknown: the then branch is the
     one timed."""

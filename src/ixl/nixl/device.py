@@ -12,8 +12,11 @@ import dataclasses
 import itertools
 import threading
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..ascend import CHIPS, ChipSpec, UnknownChipError
 from ..hixl import ArgSpec, BadInput, ShapeMismatch, get_op, to_numpy
@@ -30,6 +33,9 @@ from .shim import run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
 from .views import VIEW_OPS
+
+if TYPE_CHECKING:
+    from .tuning import TuningConfig
 
 _device_ids = itertools.count(1)
 
@@ -76,7 +82,7 @@ def _spec(schema, name: str, t: DeviceTensor) -> ArgSpec:
 class Device:
     def __init__(self, chip: str = "910B1", *, debug: bool | None = None,
                  timing_only: bool = False, record: bool = False,
-                 registry: Registry = REGISTRY):
+                 registry: Registry = REGISTRY) -> None:
         if not isinstance(chip, str):
             raise UnknownChipError(f"a chip is named by a string, one of {', '.join(CHIPS)}; "
                                    f"got {type(chip).__name__} {chip!r}")
@@ -104,7 +110,7 @@ class Device:
         return f"{self.chip.name}#{self.index}"
 
     # ---- memory ----
-    def empty(self, shape, dtype: str, name: str = "tensor",
+    def empty(self, shape: Sequence[int], dtype: str, name: str = "tensor",
               desc: TensorDesc | None = None) -> DeviceTensor:
         if desc is None:
             desc = TensorDesc.nd(_shape(shape), _dtype_name(dtype))
@@ -113,7 +119,8 @@ class Device:
             addr = self.allocator.alloc(desc.nbytes, name)
             return DeviceTensor(self, desc, addr, name)
 
-    def tensor(self, array, dtype: str | None = None, name: str = "tensor") -> DeviceTensor:
+    def tensor(self, array: ArrayLike | DeviceTensor, dtype: str | None = None,
+               name: str = "tensor") -> DeviceTensor:
         """Copy a host array in (cast to `dtype` if given)."""
         if isinstance(array, DeviceTensor):
             raise BadInput(f"dev.tensor copies a host array in; {array.name} is a device "
@@ -155,7 +162,7 @@ class Device:
             if not self.closed:
                 self.allocator.free(t.addr)
 
-    def check_fits(self, specs, what: str, host_bytes: int = 0) -> None:
+    def check_fits(self, specs: Sequence[ArgSpec | None], what: str, host_bytes: int = 0) -> None:
         """Refuse a run before anything is made: its device tensors (`specs`) against the free
         device memory, then `host_bytes` of host arrays plus (unless timing-only, which
         touches no data) the simulated GM they take against the host's available memory."""
@@ -180,7 +187,8 @@ class Device:
             raise KernelStartFailed(f"kernel start failed: {role} ({t.name!r}) was freed")
 
     # ---- running ops ----
-    def run(self, op: str, *inputs: DeviceTensor, config: dict | None = None, **attrs):
+    def run(self, op: str, *inputs: DeviceTensor | None, config: dict | None = None,
+            **attrs: Any) -> DeviceTensor | tuple[DeviceTensor, ...]:
         """Run an op by name: the native kernel when it takes the case, else the shim."""
         with self._lock:
             return self._run(op, inputs, config, attrs)
@@ -229,8 +237,9 @@ class Device:
         self.stream.append(record)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def launch(self, entry: KernelEntry, inputs, outputs, attrs: dict | None = None,
-               config=None) -> RunRecord:
+    def launch(self, entry: KernelEntry, inputs: list[DeviceTensor], outputs: list[DeviceTensor],
+               attrs: dict | None = None, config: TuningConfig | dict | None = None
+               ) -> RunRecord:
         """Run a kernel entry of one's own (not registered for an op: a kernel under
         development, a calibration workload) on live tensors of this device, as `run` runs a
         native kernel: the same version check, tiling and launch. Its `config` is used as given
@@ -309,5 +318,5 @@ class Device:
         return f"Device({self.label}, debug={self.debug})"
 
 
-def device(chip: str = "910B1", **kwargs) -> Device:
+def device(chip: str = "910B1", **kwargs: Any) -> Device:
     return Device(chip, **kwargs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 class NixlError(RuntimeError):
     symptom = "kernel start failed"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(f"{message} (see: ixl explain '{self.symptom}')")
 
 
@@ -29,5 +29,5 @@ class KernelDeclined(NixlError):
 
     symptom = "far slower than expected"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         RuntimeError.__init__(self, message)

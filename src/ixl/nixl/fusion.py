@@ -27,7 +27,10 @@ from .launch import run_native
 from .tensor_desc import TensorDesc
 
 if TYPE_CHECKING:
-    from .graph import Node
+    from .device import Device
+    from .graph import Graph, Node
+    from .record import RunRecord
+    from .tensor import DeviceTensor
 
 
 @dataclass
@@ -108,7 +111,8 @@ def _declines(device, chain: Chain, env: dict) -> str | None:
     return reason
 
 
-def find_chain(device, graph, start: int, env: dict, consumers: dict[str, int]) -> Chain | None:
+def find_chain(device: Device, graph: Graph, start: int, env: dict, consumers: dict[str, int]
+               ) -> Chain | None:
     """The longest fusable chain from node `start` (None when it is shorter than two)."""
     first = graph.nodes[start]
     role = _role(device, first)
@@ -119,7 +123,7 @@ def find_chain(device, graph, start: int, env: dict, consumers: dict[str, int]) 
         return None
     out = bound[0]
     nodes, attrs = [first], [bound[1]]
-    refs = [tuple(("in", n) for n in first.inputs)]
+    refs: list[tuple[tuple[str, str | int], ...]] = [tuple(("in", n) for n in first.inputs)]
     anchored = role == "anchor"
     for node in graph.nodes[start + 1:]:
         prev = nodes[-1].outputs[0]
@@ -152,11 +156,14 @@ def find_chain(device, graph, start: int, env: dict, consumers: dict[str, int]) 
     return _assemble(nodes, refs, attrs, out)
 
 
-def run_chain(device, chain: Chain, env: dict, config: dict | None = None):
+def run_chain(device: Device, chain: Chain, env: dict, config: dict | None = None
+              ) -> tuple[DeviceTensor, RunRecord]:
     """Launch the fused kernel of `chain`; returns (output tensor, run record)."""
     inputs = [env[n] for n in chain.inputs]
     out_desc = TensorDesc.nd(chain.out.shape, chain.out.dtype)
-    entry = device.registry.fusion.entry(chain.steps, [t.desc for t in inputs], out_desc)
+    fusion = device.registry.fusion
+    assert fusion is not None                   # find_chain found the chain through it
+    entry = fusion.entry(chain.steps, [t.desc for t in inputs], out_desc)
     out = device.empty(out_desc.shape, out_desc.dtype, f"{chain.name}.y", out_desc)
     try:
         record = run_native(device, entry, inputs, [out], {}, config)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +28,10 @@ from .fusion import find_chain, run_chain
 from .launch import run_native
 from .record import RunRecord
 from .tensor import DeviceTensor
+
+if TYPE_CHECKING:
+    from .device import Device
+    from .tensor_desc import TensorDesc
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class Graph:
     donated: frozenset[str] = frozenset()     # inputs whose memory the run may overwrite
 
     def add(self, op: str, *inputs: str, outputs: tuple[str, ...] | None = None,
-            name: str = "", **attrs) -> str | tuple[str, ...]:
+            name: str = "", **attrs: Any) -> str | tuple[str, ...]:
         """Append a node; returns its output name(s) (generated unless given)."""
         schema = get_op(op)
         if outputs is None:
@@ -105,7 +110,8 @@ def in_place(graph: Graph, index: int, last_use: dict[str, int]) -> bool:
             and data not in graph.outputs and data not in node.inputs[1:])
 
 
-def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
+def scatter_in_place(device: Device, node: Node, data: DeviceTensor, indices: DeviceTensor,
+                     updates: DeviceTensor) -> RunRecord:
     """ScatterND into `data`'s own memory: the native kernel launched with no output and its
     data input declared in place, so only the update rows move GM -> UB -> GM; when it declines,
     the host route. The rest of `data` is not touched either way."""
@@ -117,7 +123,7 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
     if data.desc.is_padded:
         raise BadInput(f"ScatterND in place: {data.name} has a padded layout")
     entry = device.registry.native("ScatterND")
-    descs = [t.desc for t in tensors]
+    descs: list[TensorDesc | None] = [t.desc for t in tensors]
     reason = "no native kernel" if entry is None else entry.why_not(descs, node.attrs)
     if entry is not None and reason is None:
         try:
@@ -125,10 +131,12 @@ def scatter_in_place(device, node: Node, data, indices, updates) -> RunRecord:
                               [], dict(node.attrs), None, descs)
         except KernelDeclined as declined:
             reason = str(declined)
+    assert reason is not None           # the kernel took the case, or said why not
     return scatter_on_host(device, node, data, indices, updates, reason)
 
 
-def scatter_on_host(device, node: Node, data, indices, updates, declined: str) -> RunRecord:
+def scatter_on_host(device: Device, node: Node, data: DeviceTensor, indices: DeviceTensor,
+                    updates: DeviceTensor, declined: str) -> RunRecord:
     """The host's route into `data`: it reads the indices and the updates and writes each run
     of consecutive slices into place (those copies are its modeled time)."""
     tensors = (data, indices, updates)
@@ -160,7 +168,7 @@ def scatter_on_host(device, node: Node, data, indices, updates, declined: str) -
                      data.dtype, reason=reason, attrs=dict(node.attrs), host_us=host_us)
 
 
-def run_if(device, node: Node, args: list[DeviceTensor], fuse: bool
+def run_if(device: Device, node: Node, args: list[DeviceTensor], fuse: bool
            ) -> tuple[list[DeviceTensor], list[RunRecord]]:
     """An If whose branches are graphs: the condition read back, the chosen branch run as a
     graph on the device. Its records are named under the If's node; an output that is one of
@@ -186,7 +194,7 @@ def run_if(device, node: Node, args: list[DeviceTensor], fuse: bool
     return results, records
 
 
-def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
+def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
               ) -> tuple[dict, GraphRecord]:
     """Run `graph` node by node, or, with `fuse`, each chain of fusable elementwise nodes as
     one fused kernel."""
@@ -269,8 +277,10 @@ def run_graph(device, graph: Graph, feeds: dict, fuse: bool = False
             args = [env[n] if n else None for n in node.inputs]
             result = device.run(node.op, *args, **node.attrs)
             results = result if isinstance(result, tuple) else (result,)
-            device.last_profile.nodes = [node.name]
-            records.append(device.last_profile)
+            last = device.last_profile
+            assert last is not None                 # the run just made it
+            last.nodes = [node.name]
+            records.append(last)
             for k, t in enumerate(results):
                 name = node.outputs[k] if k < len(node.outputs) else ""
                 if name:

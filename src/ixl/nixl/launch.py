@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import log, tiling_cache, tuning_cache
 from .backend import GmRole, Mode
 from .context import KernelContext
@@ -11,8 +13,11 @@ from .registry import KernelEntry
 from .tuning import ConfigDoesNotFit, DoesNotFit, TuningConfig
 from .version import RUNTIME_VERSION, compatible
 
+if TYPE_CHECKING:
+    from .device import Device
 
-def run_native(device, entry: KernelEntry, inputs: list, outputs: list, attrs: dict,
+
+def run_native(device: Device, entry: KernelEntry, inputs: list, outputs: list, attrs: dict,
                config: TuningConfig | dict | None = None, in_descs: list | None = None
                ) -> RunRecord:
     """Launch `entry` on device tensors; `in_descs` may carry what the host read back of

@@ -5,13 +5,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..ascend.gm import GlobalTensor
+    from .registry import LaunchPlan
 
 
 def enabled() -> bool:
     return os.environ.get("IXL_LOG", "").lower() == "debug"
 
 
-def launch(op: str, kernel: str, chip: str, tensors: list, plan, workspace) -> None:
+def launch(op: str, kernel: str, chip: str, tensors: list, plan: LaunchPlan,
+           workspace: GlobalTensor | None) -> None:
     if not enabled():
         return
     lines = [f"[ixl] launch {op} kernel={kernel} chip={chip} block_dim={plan.block_dim}"]

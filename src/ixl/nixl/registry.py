@@ -8,7 +8,7 @@ the shim when there is no kernel or the kernel declines a case; the reason is ke
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +33,9 @@ class LaunchPlan:
 @dataclass
 class KernelEntry:
     op: str
-    kernel: Callable[..., None]          # kernel(ctx, *inputs, *outputs) on GlobalTensors
+    # kernel(ctx, *inputs, *outputs) on GlobalTensors; a kernel that meets other cores is a
+    # generator of what it waits for
+    kernel: Callable[..., Iterator[object] | None]
     tiling: Callable[..., LaunchPlan]    # tiling(in_descs, out_descs, attrs, chip, TuningConfig)
     dtypes: tuple[str, ...]
     built_for_runtime: str
@@ -70,7 +72,7 @@ class Registry:
     """The kernel library loads on first lookup, once, under a lock: a thread asking while
     another loads waits for every kernel instead of finding none and taking the shim."""
 
-    def __init__(self, load_library: bool = True):
+    def __init__(self, load_library: bool = True) -> None:
         """`load_library=False`: only what is registered into it, never the kernel library."""
         self._kernels: dict[str, KernelEntry] = {}
         self._loaded = not load_library

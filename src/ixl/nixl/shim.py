@@ -14,12 +14,17 @@ data at all (the shape is the host's already).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..hixl import OpSchema
 from . import log
 from .record import RunRecord
 
+if TYPE_CHECKING:
+    from .device import Device
 
-def run_shim(device, schema: OpSchema, inputs: list, outputs: list, attrs: dict,
+
+def run_shim(device: Device, schema: OpSchema, inputs: list, outputs: list, attrs: dict,
              reason: str) -> RunRecord:
     log.shim(schema.name, reason)
     if not device.timing_only:          # timing-only: no data is read, computed or written

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class DeviceTensor:
-    def __init__(self, device: Device, desc: TensorDesc, addr: int, name: str):
+    def __init__(self, device: Device, desc: TensorDesc, addr: int, name: str) -> None:
         self.device = device
         self.desc = desc
         self.addr = addr

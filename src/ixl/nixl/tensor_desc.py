@@ -9,6 +9,7 @@ logical tensor.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -32,12 +33,12 @@ class TensorDesc:
     value: tuple | None = None        # contents the host read back (axes, shape, k inputs)
 
     @classmethod
-    def nd(cls, shape, dtype: str) -> TensorDesc:
+    def nd(cls, shape: Sequence[int], dtype: str) -> TensorDesc:
         shape = tuple(int(d) for d in shape)
         return cls(dtype, shape, shape, Format.ND)
 
     @classmethod
-    def padded_last_dim(cls, shape, dtype: str, align_bytes: int) -> TensorDesc:
+    def padded_last_dim(cls, shape: Sequence[int], dtype: str, align_bytes: int) -> TensorDesc:
         """ND with the last dim padded so that each row starts on an `align_bytes` boundary."""
         shape = tuple(int(d) for d in shape)
         if not shape:
@@ -47,7 +48,7 @@ class TensorDesc:
         return cls(dtype, shape, shape[:-1] + (last,), Format.ND)
 
     @classmethod
-    def in_format(cls, shape, dtype: str, fmt: Format | str) -> TensorDesc:
+    def in_format(cls, shape: Sequence[int], dtype: str, fmt: Format | str) -> TensorDesc:
         """A tensor of logical `shape` stored in format `fmt`."""
         fmt = Format(fmt)
         shape = tuple(int(d) for d in shape)

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import log
 from .errors import KernelDeclined
+
+if TYPE_CHECKING:
+    from ..ascend.chips import ChipSpec
+    from .registry import LaunchPlan
+    from .tuning import TuningConfig
 
 CAPACITY = 4096         # plans kept ([U]: a bound on memory, not a measured optimum)
 
@@ -49,7 +56,8 @@ def _frozen(value):
     return value
 
 
-def plan(tiling, op: str, in_descs: list, out_descs: list, attrs: dict, chip, config):
+def plan(tiling: Callable[..., LaunchPlan], op: str, in_descs: list, out_descs: list,
+         attrs: dict, chip: ChipSpec, config: TuningConfig | None) -> LaunchPlan:
     """tiling(in_descs, out_descs, attrs, chip, config), from the cache when asked before."""
     key = (chip.name, id(tiling), tuple(in_descs), tuple(out_descs), _frozen(attrs), config)
     with _lock:

@@ -35,7 +35,7 @@ class InvalidTuningConfig(NixlError, ValueError):
 
     symptom = "bad attribute"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.detail = message          # without the explain hint, to quote in a longer message
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from .tuning import InvalidTuningConfig, TuningConfig
@@ -28,7 +29,7 @@ def _where(path: Path) -> str:
     return f"the tuning cache {path} ({source})"
 
 
-def key(chip: str, op: str, shapes, dtype: str | None) -> str:
+def key(chip: str, op: str, shapes: Sequence[Sequence[int] | None], dtype: str | None) -> str:
     dims = ";".join("x".join(map(str, s)) if s is not None else "-" for s in shapes)
     return f"{chip}|{op}|{dims}|{dtype}"
 
@@ -67,13 +68,15 @@ def _config(name: str, entry) -> TuningConfig:
                                   ) from None
 
 
-def lookup(chip: str, op: str, shapes, dtype: str | None) -> TuningConfig | None:
+def lookup(chip: str, op: str, shapes: Sequence[Sequence[int] | None], dtype: str | None
+           ) -> TuningConfig | None:
     name = key(chip, op, shapes, dtype)
     entry = load().get(name)
     return None if entry is None else _config(name, entry)
 
 
-def store(chip: str, op: str, shapes, dtype: str | None, config: dict | TuningConfig) -> Path:
+def store(chip: str, op: str, shapes: Sequence[Sequence[int] | None], dtype: str | None,
+          config: dict | TuningConfig) -> Path:
     """Write atomically, so that a crash never leaves a half-written cache behind."""
     entry = TuningConfig.of(config).to_dict()
     path = cache_path()

@@ -25,9 +25,9 @@ from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from ..hixl import ArgSpec, BadInput
 from ..hixl.dtypes import name_of
-from ..nixl import GraphRecord, RunRecord, device, log
+from ..nixl import Device, GraphRecord, RunRecord, device, log
 from ..nixl.graph import Graph
-from .convert import Converted, convert
+from .convert import Converted, ValueSpec, convert
 from .passes import host_only_inputs, specialized
 
 SPECIALISATIONS = 64        # per prepared model ([U]: a bound on memory)
@@ -39,7 +39,7 @@ class IxlBackendRep(BackendRep):
     dims ({"sequence": (1, 512)}); `buckets` pads named dims up to a multiple."""
 
     def __init__(self, converted: Converted, chip: str = "910B1", debug: bool | None = None,
-                 dim_ranges: dict | None = None, buckets: dict | None = None):
+                 dim_ranges: dict | None = None, buckets: dict | None = None) -> None:
         self.converted = converted
         self.graph = converted.graph
         self.chip = chip
@@ -76,7 +76,7 @@ class IxlBackendRep(BackendRep):
         return feeds
 
     def run(self, inputs: Any, fuse: bool = False, timing_only: bool = False,
-            dev=None, **kwargs: Any) -> tuple[np.ndarray, ...]:
+            dev: Device | None = None, **kwargs: Any) -> tuple[np.ndarray, ...]:
         """Run on a fresh device (or on `dev`, left open): with `fuse`, chains of elementwise
         nodes as fused kernels; with `timing_only`, only the modeled time (no data math,
         outputs meaningless). Inputs are checked before anything is allocated."""
@@ -177,7 +177,7 @@ def crop_to_sizes(converted: Converted, values: list, sizes: dict) -> list:
     return out
 
 
-def check_shape(spec, shape: tuple, ranges: dict | None = None) -> None:
+def check_shape(spec: ValueSpec, shape: tuple, ranges: dict | None = None) -> None:
     """A given input must match the model's declared static dims; a named dim takes any size,
     within its range when one is given ({name: (lowest, highest)})."""
     declared = spec.shape
@@ -194,7 +194,7 @@ def check_shape(spec, shape: tuple, ranges: dict | None = None) -> None:
                            f"[{low}, {high}]")
 
 
-def load_model(source) -> onnx.ModelProto:
+def load_model(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     """A model from a path (str or Path) or as is, with a clear error for a bad file."""
     if isinstance(source, onnx.ModelProto):
         return source
@@ -215,7 +215,7 @@ class IxlBackend(Backend):
     simulated Ascend chip, chosen with `chip=` (default 910B1), so it answers for "CPU" only."""
 
     @classmethod
-    def prepare(cls, model, device: str = "CPU", chip: str = "910B1",
+    def prepare(cls, model: str | Path | onnx.ModelProto, device: str = "CPU", chip: str = "910B1",
                 debug: bool | None = None, dim_ranges: dict | None = None,
                 buckets: dict | None = None, **kwargs: Any) -> IxlBackendRep:
         """`model` is an onnx.ModelProto or the path of an .onnx file."""

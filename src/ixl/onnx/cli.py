@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import onnx
 from rich.table import Table
 
 from ..ascend import CHIPS
@@ -12,12 +15,13 @@ from ..console import out
 from ..files import load_npy
 from ..hixl import ArgSpec, BadInput, to_numpy
 from .backend import IxlBackend, IxlBackendRep, check_shape, load_model, pad_to_buckets
+from .convert import ValueSpec
 from .passes import optimize
 from .reference import compare_outputs, reference_outputs
 from .support import inspect_model
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add `onnx run` and `onnx inspect` to the `ixl` command's subparsers."""
     parser = subparsers.add_parser("onnx", help="run ONNX models on the simulated chip")
     sub = parser.add_subparsers(dest="onnx_command", required=True)
@@ -83,7 +87,7 @@ def parse_inputs(items: list[str]) -> dict[str, np.ndarray]:
             for name, file in _pairs(items, "--input", "NAME=FILE.npy").items()}
 
 
-def random_input(spec, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
+def random_input(spec: ValueSpec, dims: dict[str, int], rng: np.random.Generator) -> np.ndarray:
     shape = []
     for d in spec.shape:
         if isinstance(d, int):
@@ -101,7 +105,7 @@ def random_input(spec, dims: dict[str, int], rng: np.random.Generator) -> np.nda
     return rng.uniform(-1, 1, shape).astype(dtype)
 
 
-def gather_feeds(rep: IxlBackendRep, args) -> dict[str, np.ndarray]:
+def gather_feeds(rep: IxlBackendRep, args: argparse.Namespace) -> dict[str, np.ndarray]:
     feeds = parse_inputs(args.input)
     declared = {s.name: s for s in rep.converted.inputs}
     unknown = sorted(set(feeds) - set(declared))
@@ -145,7 +149,7 @@ def parse_buckets(items: list[str]) -> dict[str, int]:
     return buckets
 
 
-def prepared(model, args) -> tuple[dict, IxlBackendRep]:
+def prepared(model: onnx.ModelProto, args: argparse.Namespace) -> tuple[dict, IxlBackendRep]:
     """The feeds, and the model as it will run (optimised for these input shapes, padded to
     their buckets, and fixed values unless --no-optimize)."""
     buckets = parse_buckets(args.bucket)
@@ -164,7 +168,7 @@ def prepared(model, args) -> tuple[dict, IxlBackendRep]:
     return feeds, IxlBackendRep(converted, args.chip, args.debug, buckets=buckets)
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     feeds, runner = prepared(model, args)
     results = runner.run({s.name: feeds[s.name] for s in runner.converted.inputs},
@@ -187,7 +191,8 @@ def cmd_run(args) -> int:
     return status
 
 
-def print_check(names, results, expected, source: str, tolerance: float) -> int:
+def print_check(names: Sequence[str], results: Sequence[np.ndarray],
+                expected: Sequence[np.ndarray], source: str, tolerance: float) -> int:
     table = Table(title=f"ixl against {source}")
     for col in ("output", "shape", "max abs error", "cosine", "verdict"):
         table.add_column(col)
@@ -203,6 +208,7 @@ def print_check(names, results, expected, source: str, tolerance: float) -> int:
 
 def print_profile(rep: IxlBackendRep) -> None:
     record = rep.last_graph
+    assert record is not None                       # printed after a run
     table = Table(title=f"{len(record.runs)} runs on {rep.chip}")
     for col in ("node (+ the others fused in)", "op", "path", "kernel / why not native",
                 "modeled us"):
@@ -219,6 +225,7 @@ def print_profile(rep: IxlBackendRep) -> None:
 def print_by_op(rep: IxlBackendRep) -> None:
     """The modeled time by op and path, largest first."""
     record = rep.last_graph
+    assert record is not None                       # printed after a run
     totals: dict[tuple[str, str], list] = {}
     for run in record.runs:
         entry = totals.setdefault((run.op, run.path), [0, 0.0])
@@ -240,7 +247,7 @@ def print_by_op(rep: IxlBackendRep) -> None:
               f"native path")
 
 
-def cmd_inspect(args) -> int:
+def cmd_inspect(args: argparse.Namespace) -> int:
     report = inspect_model(load_model(args.model))
     table = Table(title=f"{args.model}: {report.nodes} nodes, opset {report.opset}")
     for col in ("ONNX op", "count", "status", "runs as"):

@@ -18,12 +18,19 @@ import unittest
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import onnx
 
+from ..executor import Backend as ExecBackend
 from ..executor import Sweep, one_line, run_sweep, worker_local
 from ..hixl import all_ops
 from .translate import EXPANSIONS, NOT_ONNX
+
+if TYPE_CHECKING:
+    from onnx.backend.base import Backend
+
+    from .backend import IxlBackend
 
 COUNTS_FILE = Path(__file__).with_name("node_cases.json")
 ONNX_NAMES = {"Max": "Maximum", "Min": "Minimum"}    # ONNX op -> ixl op, where names differ
@@ -40,9 +47,10 @@ def ixl_op(onnx_op: str) -> str | None:
     return name if name in all_ops() and onnx_op not in NOT_ONNX else None
 
 
-def _op_under_test(model_dir: str) -> str:
+def _op_under_test(model_dir: str | None) -> str:
     """The op a case tests: its last node's (a node case has one node; a PyTorch case may
     prepare operands first, as Linear without bias transposes its weight)."""
+    assert model_dir is not None                # node and PyTorch cases are model directories
     graph = onnx.load(Path(model_dir) / "model.onnx", load_external_data=False).graph
     return graph.node[-1].op_type
 
@@ -63,7 +71,7 @@ def node_cases() -> dict[str, str]:
     return cases
 
 
-def backend_test_cases(backend, module: str,
+def backend_test_cases(backend: type[Backend], module: str,
                        mark: Callable[[str, Callable], Callable] = lambda name, fn: fn
                        ) -> dict[str, type]:
     """onnx's BackendTest over node_cases() on the "CPU" device, as unittest classes (one per
@@ -80,14 +88,14 @@ def backend_test_cases(backend, module: str,
     return classes
 
 
-def debug_backend():
+def debug_backend() -> type[IxlBackend]:
     """IxlBackend in debug mode (fresh buffers NaN-filled): a kernel that reads what it never
     wrote fails its case instead of passing by luck."""
     from .backend import IxlBackend
 
     class DebugIxlBackend(IxlBackend):
         @classmethod
-        def prepare(cls, model, device="CPU", **kwargs):
+        def prepare(cls, model, device="CPU", **kwargs):  # type: ignore[override]  # debug: True
             return super().prepare(model, device, debug=True, **kwargs)
     return DebugIxlBackend
 
@@ -127,7 +135,8 @@ def node_case_sweep(names: list[str] | None = None) -> Sweep:
                  [NodeCase(name) for name in names])
 
 
-def run_cases(backend=None, names: list[str] | None = None) -> dict[str, bool]:
+def run_cases(backend: ExecBackend | None = None, names: list[str] | None = None
+              ) -> dict[str, bool]:
     """Run the cases (all by default) through IxlBackend in debug mode, in this process unless
     a backend is given: case name -> passed."""
     return {o.id: o.ok for o in run_sweep(node_case_sweep(names), backend).outcomes}

@@ -34,7 +34,7 @@ class Match:
 class View:
     """Producers, consumers and constants of a graph, for matching."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.producer = {o: n for n in graph.nodes for o in n.outputs}
         self.uses: dict[str, int] = {}
@@ -82,10 +82,10 @@ def _trailing_axes(view: View, node: Node) -> int | None:
     dims; None for anything else."""
     if not node.attrs.get("keepdims", 1) or len(node.inputs) < 2:
         return None
-    axes = view.graph.constants.get(node.inputs[1])
-    if axes is None:
+    given = view.graph.constants.get(node.inputs[1])
+    if given is None:
         return None
-    axes = sorted(int(a) for a in np.asarray(axes).reshape(-1))
+    axes = sorted(int(a) for a in np.asarray(given).reshape(-1))
     if not axes or axes[-1] != -1 or axes != list(range(axes[0], 0)):
         return None
     return axes[0]
@@ -126,7 +126,7 @@ def _normalisation(view: View, sqrt: Node) -> Match | None:
     else:
         recip = view.only_consumer(sqrt.outputs[0], "Reciprocal")
         mul = recip and view.only_consumer(recip.outputs[0], "Mul")
-        if mul is None or view.other(mul, recip.outputs[0]) != v:
+        if recip is None or mul is None or view.other(mul, recip.outputs[0]) != v:
             return None
         nodes += [recip, mul]
         out = mul.outputs[0]
@@ -148,7 +148,9 @@ def _normalisation(view: View, sqrt: Node) -> Match | None:
         nodes.append(nxt)
         params.append(param)
         out = nxt.outputs[0]
+    inputs: tuple[str, ...]
     if center is not None:
+        assert sub is not None                  # the centring Sub was found first
         nodes = [center, sub] + nodes
         x = sub.inputs[0]
         inputs = (x, params[0] if params else "", params[1] if len(params) > 1 else "")
@@ -206,13 +208,14 @@ def _gelu(view: View, core: Node) -> Match | None:
         if inner is None or not any(view.is_const(n, c) for n in scaled.inputs):
             return None
         total = view.made_by(inner, "Add")
-        cubic = None
+        cubic: list[Node] | None = None
         for x, term in ((total.inputs[0], total.inputs[1]), (total.inputs[1], total.inputs[0])) \
                 if total else ():
             mul = view.made_by(term, "Mul")
             pow3 = mul and next((view.made_by(n, "Pow") for n in mul.inputs
                                  if view.made_by(n, "Pow")), None)
-            if pow3 is not None and pow3.inputs[0] == x and view.is_const(pow3.inputs[1], 3.0) \
+            if pow3 is not None and mul is not None and total is not None \
+                    and pow3.inputs[0] == x and view.is_const(pow3.inputs[1], 3.0) \
                     and view.is_const(view.other(mul, pow3.outputs[0]), 0.044715):
                 cubic = [pow3, mul, total]
                 break

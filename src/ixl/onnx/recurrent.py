@@ -10,7 +10,7 @@ batch, hidden), Y_h and Y_c (directions, batch, hidden), or batch first with lay
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class Cell:
     clip: float | None
     acts: list[Activation]
 
-    def emit(self, op: str, *inputs: str, **attrs) -> str:
+    def emit(self, op: str, *inputs: str, **attrs: Any) -> str:
         out = self.ctx.fresh(op.lower())
         self.ctx.emit(op, list(inputs), [out], **attrs)
         return out
@@ -119,7 +119,7 @@ def _common(ctx: NodeContext, gates: int, acts: int):
     hidden = ctx.attrs.pop("hidden_size", None)
     layout = ctx.attrs.pop("layout", 0)
     clip = ctx.attrs.pop("clip", None)
-    acts = _activations(ctx, acts, directions)
+    activations = _activations(ctx, acts, directions)
     names = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
     given = dict(zip(names, ctx.inputs + [""] * (len(names) - len(ctx.inputs))))
     x_shape = ctx.shape_of(given["X"])
@@ -139,7 +139,7 @@ def _common(ctx: NodeContext, gates: int, acts: int):
         elif direction != "forward":
             raise UnsupportedOnnx(f"{ctx.label}: sequence_lens with direction={direction} is "
                                   f"not supported (forward only, or every sequence full)")
-    cells = [Cell(ctx, hidden, clip, acts[d]) for d in range(directions)]
+    cells = [Cell(ctx, hidden, clip, activations[d]) for d in range(directions)]
     x = given["X"]
     if layout:
         x = cells[0].emit("Transpose", x, perm=[1, 0, 2])
@@ -157,7 +157,7 @@ def _projection(cell: Cell, x: str, w: str, d: int, bias: str | None) -> str:
     return xw if bias is None else cell.emit("Add", xw, bias)
 
 
-def _outputs(ctx: NodeContext, per_direction: list[list[str]], finals: list[list[str]],
+def _outputs(ctx: NodeContext, per_direction: list[list[str]], finals: list[list[str | None]],
              layout: int) -> None:
     """Y from each direction's hidden states in time order; the final states."""
     cell0 = Cell(ctx, 0, None, [])
@@ -176,7 +176,11 @@ def _outputs(ctx: NodeContext, per_direction: list[list[str]], finals: list[list
     for k, name in enumerate(outputs[1:3]):
         if not name or k >= len(finals[0]):
             continue
-        parts = [cell0.emit("Unsqueeze", f[k], zero) for f in finals]
+        parts = []
+        for f in finals:
+            final = f[k]
+            assert final is not None            # set by the first step, if not given
+            parts.append(cell0.emit("Unsqueeze", final, zero))
         state = parts[0] if len(parts) == 1 else cell0.emit("Concat", *parts, axis=0)
         if layout:
             state = cell0.emit("Transpose", state, perm=[1, 0, 2])
@@ -185,7 +189,8 @@ def _outputs(ctx: NodeContext, per_direction: list[list[str]], finals: list[list
 
 def _bias_halves(cell: Cell, b: str, d: int) -> tuple[str, str]:
     """B[d] = [Wb, Rb] split in two."""
-    return tuple(cell.split(cell.index(b, d), 2))
+    wb, rb = cell.split(cell.index(b, d), 2)
+    return wb, rb
 
 
 def lstm(ctx: NodeContext) -> None:
@@ -194,7 +199,8 @@ def lstm(ctx: NodeContext) -> None:
     cells, x, steps, given, layout, reverse = _common(ctx, 4, 3)
     coupled = ctx.attrs.pop("input_forget", 0)
     ctx.check_consumed()
-    per_direction, finals = [], []
+    per_direction: list[list[str]] = []
+    finals: list[list[str | None]] = []
     for d, cell in enumerate(cells):
         bias = None
         if given["B"]:
@@ -205,7 +211,7 @@ def lstm(ctx: NodeContext) -> None:
         peep = cell.split(cell.index(given["P"], d), 3) if given["P"] else None
         h = cell.index(given["initial_h"], d) if given["initial_h"] else None
         c = cell.index(given["initial_c"], d) if given["initial_c"] else None
-        states = []
+        states: list[str] = []
         order = range(steps - 1, -1, -1) if reverse[d] else range(steps)
         for t in order:
             pre = cell.index(xw, t)
@@ -243,7 +249,8 @@ def gru(ctx: NodeContext) -> None:
     before_reset = ctx.attrs.pop("linear_before_reset", 0)
     ctx.check_consumed()
     hidden = cells[0].hidden
-    per_direction, finals = [], []
+    per_direction: list[list[str]] = []
+    finals: list[list[str | None]] = []
     for d, cell in enumerate(cells):
         bias, rbh = None, None
         if given["B"]:
@@ -259,7 +266,7 @@ def gru(ctx: NodeContext) -> None:
         ctx.emit("Split", [rt, sizes], [r_zr, r_h], axis=1)
         one = ctx.const(np.float32(1), "one")
         h = cell.index(given["initial_h"], d) if given["initial_h"] else None
-        states = []
+        states: list[str] = []
         order = range(steps - 1, -1, -1) if reverse[d] else range(steps)
         for t in order:
             x_z, x_r, x_h = cell.split(cell.index(xw, t), 3)

@@ -4,6 +4,7 @@ installed (the `ixl[ort]` extra), else onnx's own ReferenceEvaluator; and how cl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import onnx
@@ -21,7 +22,8 @@ def reference_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]
                                                providers=["CPUExecutionProvider"])
         return session.run(None, feeds), f"onnxruntime {onnxruntime.__version__}"
     from onnx.reference import ReferenceEvaluator
-    return ReferenceEvaluator(model).run(None, feeds), "onnx ReferenceEvaluator"
+    outputs = ReferenceEvaluator(model).run(None, feeds)    # all outputs: a list
+    return cast(list[np.ndarray], outputs), "onnx ReferenceEvaluator"
 
 
 @dataclass(frozen=True)

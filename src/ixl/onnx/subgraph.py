@@ -34,7 +34,7 @@ class Subgraph(GraphBranch):
     dtypes ONNX declares for them (the host evaluation casts the If's widened golden inputs
     back to them)."""
 
-    def __init__(self, graph: Graph, dtypes: dict[str, str]):
+    def __init__(self, graph: Graph, dtypes: dict[str, str]) -> None:
         self.graph = graph
         self.dtypes = dtypes
 

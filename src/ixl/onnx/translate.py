@@ -9,11 +9,13 @@ ONNX dtype codes. An op or attribute ixl does not implement raises UnsupportedOn
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
+from numpy.typing import ArrayLike
 from onnx import numpy_helper
 
 from ..hixl import DTYPES, all_ops, get_op
@@ -59,7 +61,8 @@ class NodeContext:
     def outputs(self) -> tuple[str, ...]:
         return tuple(self.node.output)
 
-    def emit(self, op: str, inputs, outputs, **attrs) -> None:
+    def emit(self, op: str, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any
+             ) -> None:
         self.graph.add(op, *inputs, outputs=tuple(outputs), name=self._name(op), **attrs)
 
     def fresh(self, hint: str) -> str:
@@ -75,7 +78,7 @@ class NodeContext:
         self.taken.add(f"{base}{count}")
         return f"{base}{count}"
 
-    def const(self, array, hint: str) -> str:
+    def const(self, array: ArrayLike, hint: str) -> str:
         name = self.fresh(hint)
         self.graph.constants[name] = np.asarray(array)
         return name
@@ -87,7 +90,7 @@ class NodeContext:
         dims = self.info.get(name, (None, None))[1]
         return None if dims is None or None in dims else tuple(dims)
 
-    def constant_value(self, name: str):
+    def constant_value(self, name: str) -> np.ndarray | None:
         """The value of a constant (an initializer or a Constant node's output), else None."""
         if name in self.graph.constants:
             return np.asarray(self.graph.constants[name])
@@ -129,7 +132,7 @@ class NodeContext:
 Translator = Callable[[NodeContext], None]
 
 
-def attribute_value(attr: onnx.AttributeProto, label: str):
+def attribute_value(attr: onnx.AttributeProto, label: str) -> Any:
     """An attribute as Python / numpy: ints, floats, strings, lists, tensors as arrays."""
     kind = attr.type
     if kind == onnx.AttributeProto.TENSOR:
@@ -335,12 +338,13 @@ def group_norm(ctx: NodeContext) -> None:
     x, scale, bias = ctx.inputs
     groups = ctx.attrs["num_groups"]
     shape, values = ctx.shape_of(x), [ctx.constant_value(n) for n in (scale, bias)]
-    if shape is None or any(v is None for v in values):
+    known = [v for v in values if v is not None]
+    if shape is None or len(known) < len(values):
         raise UnsupportedOnnx(f"{ctx.label}: opset {ctx.opset} GroupNormalization (scale and "
                               f"bias per group) needs constant scale and bias and a known "
                               f"channel count")
     per_channel = [ctx.const(np.repeat(v, shape[1] // groups), n)
-                   for v, n in zip(values, ("scale", "bias"))]
+                   for v, n in zip(known, ("scale", "bias"))]
     ctx.emit("GroupNormalization", [x, *per_channel], ctx.outputs,
              **ctx.pass_through("GroupNormalization"))
 

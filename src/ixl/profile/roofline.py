@@ -22,7 +22,7 @@ class CopyTiling:
     tile: int             # bytes per tile
 
 
-def copy_kernel(ctx: KernelContext, src, dst) -> None:
+def copy_kernel(ctx: KernelContext, src: asc.GlobalTensor, dst: asc.GlobalTensor) -> None:
     """Each core reads its `reads` bytes and writes its `writes` bytes, tile by tile, a write
     riding along with each read until both are done (double buffered, moves only)."""
     t: CopyTiling = ctx.tiling

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..hixl import ArgSpec
+    from ..nixl import Device
+    from ..nixl.record import RunRecord
 
 import numpy as np
 
@@ -27,16 +34,17 @@ class StreamSummary:
                 "launch_share": round(self.launch_share, 4)}
 
 
-def summarize(records) -> StreamSummary:
+def summarize(records: Iterable[RunRecord]) -> StreamSummary:
     """Total modeled time of a sequence of runs, launch overheads included."""
     records = list(records)
-    launched = [r for r in records if r.launch is not None]
-    return StreamSummary(len(records), len(launched), sum(r.path == "shim" for r in records),
+    launches = [r.launch for r in records if r.launch is not None]
+    return StreamSummary(len(records), len(launches), sum(r.path == "shim" for r in records),
                          sum(r.time_us for r in records),
-                         sum(r.launch.launch_us for r in launched))
+                         sum(launch.launch_us for launch in launches))
 
 
-def timing_run(dev, op: str, specs, attrs: dict | None = None, config: dict | None = None):
+def timing_run(dev: Device, op: str, specs: Sequence[ArgSpec | None], attrs: dict | None = None,
+               config: dict | None = None) -> RunRecord:
     """Run `op` on uninitialised device tensors (for a timing-only device): no data is made,
     moved or compared, only the timeline runs. `config` is a tuning configuration (buffer_num,
     tile_div, block_dim), None for the tiling's own choice. Returns the run's record."""
@@ -52,4 +60,5 @@ def timing_run(dev, op: str, specs, attrs: dict | None = None, config: dict | No
                 t.free()
     for o in outs if isinstance(outs, tuple) else (outs,):
         o.free()
+    assert dev.last_profile is not None             # the run just made it
     return dev.last_profile

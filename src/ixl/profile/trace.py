@@ -15,6 +15,7 @@ launch of a chip it is attached to, one after the other (a whole graph or model 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from ..ascend.record import FlagEdge, Slice, TimelineRecorder
 from ..ascend.simulator import LaunchRecord
@@ -76,7 +77,8 @@ def core_events(pid: int, label: str, slices: list[Slice], edges: list[FlagEdge]
     return events
 
 
-def cross_events(edges: list, pid_of, clock: float, offset_us: float = 0.0) -> list[dict]:
+def cross_events(edges: list, pid_of: Callable[[int], int], clock: float,
+                 offset_us: float = 0.0) -> list[dict]:
     """Flow arrows of cross-core flags, from the setter's pipe to the waiter's scalar track."""
     events = []
     for e in edges:
@@ -110,7 +112,7 @@ class ChromeTrace(TimelineRecorder):
         trace = ChromeTrace(); dev.backend.attach(trace); dev.run_graph(...); trace.write(path)
     """
 
-    def __init__(self, max_slices: int = 5000):
+    def __init__(self, max_slices: int = 5000) -> None:
         super().__init__()
         self.max_slices = max_slices
         self.events: list[dict] = []

@@ -12,6 +12,7 @@ their time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..hixl import ArgSpec
@@ -65,7 +66,8 @@ class Tuner:
     """Runs `op` (then `then`, if given) on empty tensors of a timing-only device."""
 
     def __init__(self, chip: str, op: str, specs: list[ArgSpec], attrs: dict | None = None,
-                 then: list[str] | None = None, progress=None):
+                 then: list[str] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.progress = progress or (lambda text: None)
         self.dev = Device(chip, timing_only=True)
         self.op, self.specs, self.attrs = op, specs, attrs or {}
@@ -118,7 +120,7 @@ class Tuner:
         assert entry is not None
         return entry.tuning_space
 
-    def sweep(self, run) -> Variant | None:
+    def sweep(self, run: Callable[[dict], Variant | None]) -> Variant | None:
         """The fastest configuration of the kernel entry's tuning space."""
         space = self.space()
         best = None

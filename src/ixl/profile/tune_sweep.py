@@ -29,7 +29,7 @@ class TuningPointFailed(NixlError):
 
     symptom = "kernel start failed"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         if "ixl explain" in message:
             RuntimeError.__init__(self, message)
         else:
@@ -73,7 +73,7 @@ class LadderPoint:
 class _Planner(Tuner):
     """Launches nothing: notes each point `ladder()` asks for and answers with a placeholder."""
 
-    def __init__(self, *args):
+    def __init__(self, *args) -> None:
         super().__init__(*args)
         self.asked: list[tuple[str, dict]] = []
 
@@ -90,7 +90,7 @@ class _Replayer(Tuner):
     """Launches nothing: answers each point from the sweep's outcomes, raising the error a
     point raised (ConfigDoesNotFit, which the ladder skips, or any other, which ends it)."""
 
-    def __init__(self, *args, outcomes: dict[str, Outcome]):
+    def __init__(self, *args, outcomes: dict[str, Outcome]) -> None:
         super().__init__(*args)
         self.outcomes = outcomes
 

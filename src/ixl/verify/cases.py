@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..hixl import ArgSpec, OpSchema, SampleCase, TileMultiple, all_ops, get_op, to_numpy
 from ..hixl.schema import contents
 from .compare import Comparison, compare
+
+if TYPE_CHECKING:
+    from ..nixl.device import Device
+    from ..nixl.record import RunRecord
 
 # Size unit for TileMultiple cases of ops that run on the shim (no kernel tile to follow).
 SHIM_TILE_UNIT = 4096
@@ -29,7 +34,7 @@ class CaseResult:
     kernel: str | None = None
     block_dim: int = 0
     modeled_us: float = 0.0
-    record: object = None
+    record: RunRecord | None = None
 
     @property
     def ok(self) -> bool:
@@ -58,8 +63,8 @@ class CaseResult:
         }
 
 
-def run_case(dev, schema: OpSchema, specs: list[ArgSpec | None], attrs: dict | None = None, *,
-             seed: int = 0, note: str = "") -> CaseResult:
+def run_case(dev: Device, schema: OpSchema, specs: list[ArgSpec | None],
+             attrs: dict | None = None, *, seed: int = 0, note: str = "") -> CaseResult:
     """Random inputs, run on `dev`, compare every output with the golden."""
     attrs = attrs or {}
     arrays = schema.random_inputs(specs, np.random.default_rng(seed), attrs)
@@ -81,6 +86,7 @@ def run_case(dev, schema: OpSchema, specs: list[ArgSpec | None], attrs: dict | N
     dtype = schema.main_dtype(specs)
     comps = [compare(g, r, schema.tolerance(dtype)) for g, r in zip(got, refs)]
     rec = dev.last_profile
+    assert rec is not None                          # the run just made it
     shapes = [s.shape if s else None for s in specs]
     return CaseResult(schema.name, note, shapes, dtype, dev.chip.name,
                       rec.path, comps, attrs, rec.reason, rec.kernel, rec.block_dim,
@@ -97,13 +103,13 @@ def host_bytes(specs: list[ArgSpec], out_specs: list[ArgSpec]) -> int:
             + sum(size(s, lambda n: 2 * n + 40) for s in out_specs))
 
 
-def resolve_shape(shape, unit: int) -> tuple[int, ...]:
+def resolve_shape(shape: tuple[int, ...] | TileMultiple, unit: int) -> tuple[int, ...]:
     if isinstance(shape, TileMultiple):
         return (shape.tiles * unit + shape.plus,)
     return tuple(shape)
 
 
-def tile_unit(dev, schema: OpSchema, dtype: str) -> int:
+def tile_unit(dev: Device, schema: OpSchema, dtype: str) -> int:
     """Elements that give every core one whole tile, for the kernel that will run."""
     entry = dev.registry.native(schema.name)
     if entry is None or entry.tile_unit is None:
@@ -111,7 +117,7 @@ def tile_unit(dev, schema: OpSchema, dtype: str) -> int:
     return entry.tile_unit(ArgSpec((1,), dtype), dev.chip)
 
 
-def sample_specs(dev, schema: OpSchema, case: SampleCase, dtype: str
+def sample_specs(dev: Device, schema: OpSchema, case: SampleCase, dtype: str
                  ) -> list[ArgSpec | None]:
     unit = tile_unit(dev, schema, dtype)
     names = schema.input_names(len(case.shapes))
@@ -137,7 +143,8 @@ def iter_samples(ops: list[str] | None = None) -> Iterator[tuple[OpSchema, Sampl
         yield schema, case, dtype
 
 
-def verify_op_cases(dev, ops: list[str] | None = None, seed: int = 0, progress=None
+def verify_op_cases(dev: Device, ops: list[str] | None = None, seed: int = 0,
+                    progress: Callable[[int, int, CaseResult], None] | None = None
                     ) -> list[CaseResult]:
     todo = list(iter_samples(ops))
     results = []

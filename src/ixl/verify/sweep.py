@@ -55,7 +55,8 @@ class VerifyCase:
                 "error": outcome.error_message}
 
 
-def verify_sweep(ops: list[str] | None, chip: str, debug: bool, seed: int) -> Sweep:
+def verify_sweep(ops: list[str] | None, chip: str, debug: bool, seed: int
+                 ) -> Sweep[VerifyCase]:
     """Every sample case of `ops` (all ops by default) in each of its dtypes."""
     tasks = [VerifyCase(schema.name, index, dtype, chip, debug, seed)
              for schema, index, _, dtype in numbered_samples(ops)]

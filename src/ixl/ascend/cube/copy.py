@@ -12,6 +12,7 @@ bytes in L1 and one 512-byte fractal in L0A / L0B.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -27,8 +28,9 @@ from .operands import BF16, F16, F32, I32, U64, dtype_in, local
 from .params import InitConstValueParams, Nd2NzParams, check
 
 
-def data_copy(dst, src, params) -> None:
-    """The Cube's DataCopy overloads (datamove.data_copy hands them here)."""
+def data_copy(dst: Any, src: Any, params: Any) -> None:
+    """The Cube's DataCopy overloads (datamove.data_copy hands them here). The operands are
+    whatever the kernel passed: each branch checks them the chip's way."""
     if isinstance(params, Nd2NzParams):
         if not isinstance(src, GlobalTensor):
             raise IllegalInstruction("data_copy with Nd2NzParams reads GM: src must be a "

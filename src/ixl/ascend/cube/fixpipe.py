@@ -19,6 +19,7 @@ the Fixpipe's 128 B/cycle [CUBEPERF].
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -58,9 +59,10 @@ def set_fix_pipe_config(params: LocalTensor) -> None:
         local(params, (Space.FB,), "set_fix_pipe_config", "params")
 
 
-def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
+def fixpipe(dst: Any, src: LocalTensor, params: FixpipeParamsV220,
             config: FixpipeConfig = CFG_ROW_MAJOR) -> None:
-    """Fixpipe<dstT, srcT, config>(dst, src, FixpipeParamsV220)."""
+    """Fixpipe<dstT, srcT, config>(dst, src, FixpipeParamsV220): dst a GlobalTensor or an L1
+    LocalTensor (checked below)."""
     what = "fixpipe"
     src = local(src, (Space.L0C,), what, "src")
     to_gm = isinstance(dst, GlobalTensor)
@@ -74,6 +76,8 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
     nz2nd = to_gm and config is CFG_ROW_MAJOR      # into L1 the output is always NZ [FIXL1]
     _check_conversion(src, dst, p, to_gm, nz2nd, what)
     core = src.core
+    regs, unit_flags = core.cube_state, core.unit_flags
+    assert regs is not None and unit_flags is not None      # L0C is a Cube core's
     core.check_aligned(Space.L0C, src.offset, f"{what} src")
     if not to_gm:
         core.check_aligned(Space.L1, dst.offset, f"{what} dst")
@@ -106,7 +110,7 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
     nbytes = p.nd_num * p.m_size * p.n_size * dst.itemsize
     if p.unit_flag:
         units = ceil_div(int(s_off.max() + 1) * src.itemsize, core.chip.unit_flag_bytes)
-        other = core.unit_flags.wait(core, Pipe.FIX, src.offset, p.unit_flag)
+        other = unit_flags.wait(core, Pipe.FIX, src.offset, p.unit_flag)
     if to_gm:
         grid = core.burst_grid
         rows = p.nd_num * (p.m_size if nz2nd else ceil_div(p.n_size, FRACTAL))
@@ -121,17 +125,18 @@ def fixpipe(dst, src: LocalTensor, params: FixpipeParamsV220,
         cycles = core.costs.fixpipe_local(nbytes, "L1")
         core.issue(Pipe.FIX, what, cycles)
     if p.unit_flag:
-        core.unit_flags.done(core, Pipe.FIX, src.offset, p.unit_flag, units, other, cycles)
+        unit_flags.done(core, Pipe.FIX, src.offset, p.unit_flag, units, other, cycles)
     if core.observers:
         reads = [Access(Space.L0C, src.offset, src.itemsize, s_off, "src")]
         if p.quant_pre.per_channel:
-            fb = core.cube_state.fixpipe_params
+            fb = regs.fixpipe_params
+            assert fb is not None                   # _words raised without it
             reads.append(Access(Space.FB, fb.offset, 8, p.n_size, "quant"))
         out = (Access(Space.GM, dst.addr, dst.itemsize, d_off, "dst", tensor=dst) if to_gm
                else Access(Space.L1, dst.offset, dst.itemsize, d_off, "dst"))
         core.observe(Pipe.FIX, what, tuple(reads), (out,), nbytes)
     if p.unit_flag:
-        core.unit_flags.signal(core, Pipe.FIX, src.offset, p.unit_flag)
+        unit_flags.signal(core, Pipe.FIX, src.offset, p.unit_flag)
 
 
 def _check_conversion(src, dst, p, to_gm, nz2nd, what) -> None:

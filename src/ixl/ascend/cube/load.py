@@ -37,7 +37,9 @@ class IsResetLoad3dConfig:
     is_set_padding: bool = True
 
 
-def load_data(dst: LocalTensor, src, params, config: IsResetLoad3dConfig | None = None) -> None:
+def load_data(dst: LocalTensor, src: LocalTensor | GlobalTensor,
+              params: LoadData2DParams | LoadData3DParamsV2,
+              config: IsResetLoad3dConfig | None = None) -> None:
     """LoadData(dst, src, LoadData2DParams | LoadData3DParamsV2)."""
     if isinstance(params, LoadData2DParams):
         _load_2d(dst, src, params)
@@ -104,7 +106,8 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
     else:
         core.issue(pipe, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
-        reads, writes = (), ()
+        reads: tuple[Access, ...] = ()
+        writes: tuple[Access, ...] = ()
         if n:
             perm = _transpose16() if p.if_transpose else np.arange(elems)
             s_off = (p.start_index + np.arange(n)[:, None] * step) * elems + perm
@@ -165,8 +168,9 @@ def load_data_with_transpose(dst: LocalTensor, src: LocalTensor,
             dbytes.view(dst.dtype)[d_el] = sbytes.view(src.dtype)[s_el]
     core.issue(Pipe.MTE1, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
-        ops = ((Access(Space.L1, src.offset, isz, s_el, "src"),),
-               (Access(dst.space, dst.offset, isz, d_el, "dst"),)) if n else ((), ())
+        ops: tuple[tuple[Access, ...], tuple[Access, ...]] = (
+            (Access(Space.L1, src.offset, isz, s_el, "src"),),
+            (Access(dst.space, dst.offset, isz, d_el, "dst"),)) if n else ((), ())
         core.observe(Pipe.MTE1, what, *ops, nbytes)
 
 
@@ -202,7 +206,7 @@ def set_fmatrix(l1_h: int, l1_w: int, pad_list: tuple[int, int, int, int]) -> No
     register_write("set_fmatrix").fmatrix = (l1_h, l1_w, tuple(pad_list))
 
 
-def set_load_data_padding_value(value) -> None:
+def set_load_data_padding_value(value: float) -> None:
     """SetLoadDataPaddingValue: the value padding positions take in later 3-D loads."""
     register_write("set_load_data_padding_value").padding_value = value
 

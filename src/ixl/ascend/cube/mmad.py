@@ -10,6 +10,8 @@ cycle, or at 8 as HF32 after set_hf32_mode(True), which rounds their mantissas t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...intmath import round_up
@@ -65,9 +67,10 @@ def to_hf32(x: np.ndarray, round_even: bool = True) -> np.ndarray:
     return np.where(finite, rounded, u).view(np.float32)
 
 
-def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
+def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params: Any,
          params: MmadParams | None = None) -> None:
-    """Mmad(dst, a, b, MmadParams) or Mmad(dst, a, b, bias, MmadParams)."""
+    """Mmad(dst, a, b, MmadParams) or Mmad(dst, a, b, bias, MmadParams) (bias_or_params is
+    either, checked below)."""
     what = "mmad"
     bias = None
     if params is None:
@@ -101,8 +104,10 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
     core.check_aligned(Space.L0B, b.offset, f"{what} b")
     if bias is not None:
         core.check_aligned(Space.BT, bias.offset, f"{what} bias")
+    regs, unit_flags = core.cube_state, core.unit_flags
+    assert regs is not None and unit_flags is not None      # L0C is a Cube core's
     m, n, k = params.m, params.n, params.k
-    hf32 = a.dtype == F32 and core.cube_state.hf32
+    hf32 = a.dtype == F32 and regs.hf32
     k0 = core.costs.mmad_k0("hf32" if hf32 else _K0_KIND[a.dtype])
     if not (m and n and k):
         core.issue(Pipe.M, what, 0)
@@ -121,21 +126,21 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params,
     biasv = bias.bytes(0, n * acc.itemsize, what).view(acc) if bias is not None else None
     if not core.mode.timing_only:
         _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32,
-                 core.cube_state.hf32_round_even)
+                 regs.hf32_round_even)
     cycles, _ = core.costs.mmad(m, n, k, k0, FRACTAL)
     flag = params.unit_flag
     if flag:
         units = mp * np_ * acc.itemsize // chip.unit_flag_bytes
-        other = core.unit_flags.wait(core, Pipe.M, dst.offset, flag)
+        other = unit_flags.wait(core, Pipe.M, dst.offset, flag)
     core.issue(Pipe.M, what, cycles)
     if flag:
-        core.unit_flags.done(core, Pipe.M, dst.offset, flag, units, other, cycles)
+        unit_flags.done(core, Pipe.M, dst.offset, flag, units, other, cycles)
     core.timeline.stats[Pipe.M].flops += 2 * m * n * k
     if core.observers:
         core.observe(Pipe.M, what, *_accesses(dst, a, b, bias, m, n, k, kp, mp, c0, gemv,
                                               accumulate))
     if flag:
-        core.unit_flags.signal(core, Pipe.M, dst.offset, flag)
+        unit_flags.signal(core, Pipe.M, dst.offset, flag)
 
 
 def _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32, round_even):

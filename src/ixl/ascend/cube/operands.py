@@ -9,6 +9,7 @@ observers) are cached: they depend only on the shape.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import ml_dtypes
 import numpy as np
@@ -21,13 +22,16 @@ from ..observe import Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
 
+if TYPE_CHECKING:
+    from .params import CubeRegisters
+
 F16, F32, I8, U8, I32 = (np.dtype(t) for t in (np.float16, np.float32, np.int8, np.uint8, np.int32))
 BF16 = np.dtype(ml_dtypes.bfloat16)
 U64 = np.dtype(np.uint64)
 FRACTAL = 16
 
 
-def local(t, spaces: tuple[Space, ...], what: str, role: str) -> LocalTensor:
+def local(t: object, spaces: tuple[Space, ...], what: str, role: str) -> LocalTensor:
     """`t` as a LocalTensor in one of `spaces`, or the chip's refusal."""
     if isinstance(t, LocalTensor) and t.space in spaces:
         return t
@@ -37,13 +41,14 @@ def local(t, spaces: tuple[Space, ...], what: str, role: str) -> LocalTensor:
     raise IllegalInstruction(f"{what} {role} must be in {want}, got {where}")
 
 
-def dtype_in(t, allowed: tuple[np.dtype, ...], what: str, role: str) -> None:
+def dtype_in(t: LocalTensor | GlobalTensor, allowed: tuple[np.dtype, ...], what: str,
+             role: str) -> None:
     if t.dtype not in allowed:
         raise IllegalInstruction(f"{what} {role} of type {t.dtype.name}: allowed "
                                  f"{', '.join(d.name for d in allowed)}")
 
 
-def register_write(what: str):
+def register_write(what: str) -> CubeRegisters:
     """A Cube configuration register set by the scalar unit (SetHF32Mode, SetFmatrix, ...):
     one scalar instruction; returns the core's registers."""
     core = current_core()
@@ -51,6 +56,7 @@ def register_write(what: str):
     core.issue(Pipe.S, what, core.costs.scalar_issue_cycles)
     if core.observers:
         core.observe(Pipe.S, what, (), ())
+    assert core.cube_state is not None              # has_pipe(M): a Cube core
     return core.cube_state
 
 

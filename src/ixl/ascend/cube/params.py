@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import IllegalInstruction
+
+if TYPE_CHECKING:
+    from ..pipe import LocalTensor
+
+class Ranged(Protocol):
+    """A parameter struct whose fields have ranges: RANGES maps a field to [lo, hi]."""
+
+    @property
+    def RANGES(self) -> dict[str, tuple[int, int]]: ...
+
 
 U16 = (0, 65535)
 U8 = (0, 255)
 
 
-def check(params, what: str) -> None:
+def check(params: Ranged, what: str) -> None:
     """Every field of `params` inside the range its `RANGES` entry gives ([lo, hi])."""
     for name, (lo, hi) in params.RANGES.items():
         value = getattr(params, name)
@@ -238,4 +249,4 @@ class CubeRegisters:
     hf32_round_even: bool = True           # SetHF32TransMode: NEAREST_EVEN or NEAREST_ZERO
     fmatrix: tuple | None = None           # SetFmatrix: (l1_h, l1_w, pad_list)
     padding_value: float = 0               # SetLoadDataPaddingValue
-    fixpipe_params: object = None          # SetFixPipeConfig: the Fixpipe buffer tensor
+    fixpipe_params: LocalTensor | None = None         # SetFixPipeConfig: the Fixpipe buffer tensor

@@ -19,9 +19,14 @@ the pipe-hazard check sees the ordering the hardware gives.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import IllegalInstruction, KernelTimeout
 from ..observe import SyncKind
 from ..timeline import Pipe
+
+if TYPE_CHECKING:
+    from ..core import AICore
 
 MMAD_MODES = (0, 2, 3)
 FIXPIPE_MODES = (0, 3)
@@ -32,11 +37,11 @@ class UnitFlags:
     before it is timed, `done` after (with its own cycles), then `signal` once it has been
     reported to the observers."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.filled: dict[int, tuple] = {}      # buffer -> (start, end, units) of an Mmad (3)
         self.drained: dict[int, tuple] = {}     # buffer -> (start, end, units) of a Fixpipe (3)
 
-    def wait(self, core, pipe: Pipe, buffer: int, mode: int):
+    def wait(self, core: AICore, pipe: Pipe, buffer: int, mode: int) -> tuple | None:
         """Before an Mmad (pipe M, unit_flag 2 or 3) or a Fixpipe (FIX, 3) on `buffer`: the
         other side's record it waits for (None for an Mmad no Fixpipe drained before)."""
         tl = core.timeline
@@ -62,8 +67,8 @@ class UnitFlags:
                   other[0], first_unit)
         return other
 
-    def done(self, core, pipe: Pipe, buffer: int, mode: int, units: int, other,
-             cycles: float) -> None:
+    def done(self, core: AICore, pipe: Pipe, buffer: int, mode: int, units: int,
+             other: tuple | None, cycles: float) -> None:
         """After timing it: the instruction ends no earlier than one unit after the side it
         waited for; an Mmad with 3 and every Fixpipe leave a record for the other side."""
         tl = core.timeline
@@ -75,7 +80,7 @@ class UnitFlags:
         elif mode == 3:
             self.filled[buffer] = (start, end, units)
 
-    def signal(self, core, pipe: Pipe, buffer: int, mode: int) -> None:
+    def signal(self, core: AICore, pipe: Pipe, buffer: int, mode: int) -> None:
         """After the instruction was reported: the flag the other side will wait for."""
         if pipe is Pipe.FIX or mode == 3:
             _edge(core, SyncKind.SET, pipe, Pipe.FIX if pipe is Pipe.M else Pipe.M, buffer,

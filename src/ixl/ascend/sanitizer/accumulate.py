@@ -20,7 +20,7 @@ UNWRITTEN, PARTIAL, COPIED = 0, 1, 2
 
 
 class L0cAccumulation(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.state: dict[int, np.ndarray] = {}
         self.l0c_bytes = 0
 

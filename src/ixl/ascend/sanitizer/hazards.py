@@ -25,7 +25,7 @@ class _Log:
 
     __slots__ = ("seqs", "entries")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.seqs: list[int] = []
         self.entries: list[tuple[int, int, str]] = []   # (lo, hi, instruction)
 
@@ -37,7 +37,7 @@ class _Log:
 class _Core(PipeClocks):
     """Clocks, access logs and freed buffers of one core."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         # space -> {(pipe index, writes?): log}; the logs of one space are checked together
         self.logs: dict[Space, dict[tuple[int, bool], _Log]] = defaultdict(dict)
@@ -56,7 +56,7 @@ class _Core(PipeClocks):
 
 
 class PipeHazards(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.cores: dict[int, _Core] = {}
 
     def launch_begin(self, launch: LaunchInfo) -> None:
@@ -74,8 +74,10 @@ class PipeHazards(Observer):
         if kind is SyncKind.SYNC_ALL:
             st.drained()
         elif kind is SyncKind.FREE:
+            assert ev.buffer is not None
             st.freed.append((ev.buffer.space, *ev.buffer.span(), ev.buffer.role))
         elif kind is SyncKind.ALLOC:
+            assert ev.buffer is not None
             lo, hi = ev.buffer.span()
             st.freed = [b for b in st.freed
                         if not (b[0] is ev.buffer.space and b[1] < hi and lo < b[2])]

@@ -8,13 +8,14 @@ from ..observe import GmRole, Instruction, LaunchInfo, Observer, Space
 
 
 class ReadOnlyInputs(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.launch: LaunchInfo | None = None
 
     def launch_begin(self, launch: LaunchInfo) -> None:
         self.launch = launch
 
     def instruction(self, ins: Instruction) -> None:
+        assert self.launch is not None              # launch_begin comes first
         for w in ins.writes:
             if w.space is not Space.GM or w.empty:
                 continue

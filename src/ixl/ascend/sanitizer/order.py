@@ -16,6 +16,7 @@ What orders two instructions on the chip:
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Sequence
 
 from ..observe import Sync, SyncKind
 from ..timeline import Pipe
@@ -29,7 +30,7 @@ class PipeClocks:
     """The vector clocks of one core: clock[p][q] = the instructions of pipe q (numbered from
     1 in program order) that pipe p is ordered after."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         n = len(PIPES)
         self.clock = [[0] * n for _ in range(n)]
         self.seen_s = [0] * n                       # the scalar clock version p last joined
@@ -47,7 +48,7 @@ class PipeClocks:
             self.seen_s[p] = self.s_version
         return clock
 
-    def join(self, p: int, other) -> None:
+    def join(self, p: int, other: Sequence[int]) -> None:
         clock = self.clock[p]
         for q, v in enumerate(other):
             if v > clock[q]:
@@ -68,8 +69,10 @@ class PipeClocks:
         """Flag edges and barriers (other events leave the clocks alone)."""
         kind = ev.kind
         if kind is SyncKind.SET:
+            assert ev.src is not None
             self.flags[(ev.src, ev.dst, ev.event_id)].append(tuple(self.dispatch(INDEX[ev.src])))
         elif kind is SyncKind.WAIT:
+            assert ev.dst is not None
             dst = INDEX[ev.dst]
             self.dispatch(dst)
             self.join(dst, self.flags[(ev.src, ev.dst, ev.event_id)].popleft())

@@ -42,7 +42,7 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 class _Moves:
     """One core's GM intervals in the current phase, per tensor root."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.reads: dict[int, list] = defaultdict(list)
         self.writes: dict[int, list] = defaultdict(list)
 
@@ -56,7 +56,7 @@ class _Order:
     each other core's pipes (joined at each cross-core wait), and the knowledge each of its
     sets carried."""
 
-    def __init__(self, cores):
+    def __init__(self, cores) -> None:
         self.clocks = {c: PipeClocks() for c in cores}
         self.known: dict = {c: [{}] for c in cores}       # core -> versions of its knowledge
         self.sets: dict = {c: [] for c in cores}          # core -> what each of its sets carried
@@ -65,10 +65,12 @@ class _Order:
     def sync(self, ev: Sync) -> None:
         self.clocks[ev.core].sync(ev)
         if ev.kind is SyncKind.CROSS_SET:
+            assert ev.src is not None
             carried = dict(self.known[ev.core][-1])
             carried[ev.core] = tuple(self.clocks[ev.core].dispatch(INDEX[ev.src]))
             self.sets[ev.core].append(carried)
         elif ev.kind is SyncKind.CROSS_WAIT:
+            assert isinstance(ev.peer, tuple)
             know = dict(self.known[ev.core][-1])
             for setter, number in ev.peer:
                 for core, clock in self.sets[setter][number - 1].items():
@@ -89,7 +91,7 @@ class _Order:
 
 
 class CrossCoreRaces(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.moves: dict[int, _Moves] = {}
         self.names: dict[int, str] = {}
         self.order: _Order | None = None
@@ -111,9 +113,9 @@ class CrossCoreRaces(Observer):
             for a in accesses:
                 if a.space is Space.GM and not a.empty:
                     moves = self.moves[ins.core]
-                    root = a.tensor.root[0]
+                    root = a.gm_tensor.root[0]
                     (moves.writes if is_write else moves.reads)[root].append(a.intervals())
-                    self.names.setdefault(root, a.tensor.name)
+                    self.names.setdefault(root, a.gm_tensor.name)
                     if stamp is not None:
                         self.stamped.append((root, *a.intervals(), is_write, stamp, ins.core))
 
@@ -180,6 +182,8 @@ class CrossCoreRaces(Observer):
                 for root, starts, ends, w, stamp, core in self.stamped
                 for lo, hi in zip(starts.tolist(), ends.tolist())]
         rows.sort(key=lambda r: (r[0], r[1]))
+        order = self.order
+        assert order is not None                    # called only when it waited
         active: list = []
         for row in rows:
             root, lo, hi, w, stamp, core = row
@@ -188,7 +192,7 @@ class CrossCoreRaces(Observer):
                 if other[5] == core or not (w or other[3]):
                     continue
                 a, b = (other[5], *other[4]), (core, *stamp)
-                if not (self.order.before(a, b) or self.order.before(b, a)):
+                if not (order.before(a, b) or order.before(b, a)):
                     self._race(root, other, row, phase)
             active.append(row)
 

@@ -33,7 +33,7 @@ class _Shadow:
 
     __slots__ = ("defined", "origin", "base")
 
-    def __init__(self, nbytes: int, base: int = 0):
+    def __init__(self, nbytes: int, base: int = 0) -> None:
         self.defined = np.zeros(nbytes, np.uint8)
         self.origin: np.ndarray | None = None
         self.base = base
@@ -45,6 +45,7 @@ class _Shadow:
             if self.defined[lo - self.base:hi - self.base].min() == ALL:
                 return None
         if a.bits:
+            assert isinstance(a.elems, int)
             raw = self.defined[lo - self.base:hi - self.base]
             bits = np.unpackbits(raw, bitorder="little")[:int(a.elems)].astype(bool)
             return None if bits.all() else bits
@@ -56,8 +57,9 @@ class _Shadow:
     def write(self, a: Access, value: np.ndarray | None) -> None:
         """Mark what `a` writes: all of it (value None) or the elements `value` says."""
         if a.bits:
+            assert isinstance(a.elems, int)
             lo, hi = a.span()
-            full = np.ones(int(a.elems), bool) if value is None else value
+            full = np.ones(int(a.elems), np.bool_) if value is None else value
             self.defined[lo - self.base:hi - self.base] = np.packbits(full, bitorder="little")
         else:
             a.assign(self.defined, ALL if value is None else np.where(value, ALL, 0), self.base)
@@ -71,7 +73,7 @@ class _Shadow:
 
 
 class UninitReads(Observer):
-    def __init__(self):
+    def __init__(self) -> None:
         self.cores: dict[int, dict[Space, _Shadow]] = {}
         self.gm: dict[int, _Shadow] = {}
         self.roles: dict[int, GmRole] = {}
@@ -88,7 +90,7 @@ class UninitReads(Observer):
 
     def _shadow(self, core: int, a: Access) -> _Shadow | None:
         if a.space is Space.GM:
-            return self.gm.get(a.tensor.root[0])
+            return self.gm.get(a.gm_tensor.root[0])
         mem = self.cores[core]
         shadow = mem.get(a.space)
         if shadow is None:
@@ -96,13 +98,14 @@ class UninitReads(Observer):
         return shadow
 
     def instruction(self, ins: Instruction) -> None:
-        unwritten = []              # (access, shadow, written-mask) of reads not all written
+        # (access, shadow, written-mask) of reads not all written
+        unwritten: list[tuple[Access, _Shadow, np.ndarray]] = []
         for a in ins.reads:
             if a.empty:
                 continue
             shadow = self._shadow(ins.core, a)
             written = None if shadow is None else shadow.written(a)
-            if written is not None:
+            if shadow is not None and written is not None:
                 unwritten.append((a, shadow, written))
         if unwritten and ins.pipe is Pipe.S:
             a, shadow, written = unwritten[0]
@@ -128,7 +131,7 @@ class UninitReads(Observer):
 
     def _sink(self, w: Access) -> bool:
         """Values leave for good: into GM other than the workspace."""
-        return w.space is Space.GM and self.roles.get(w.tensor.root[0]) is not GmRole.WORKSPACE
+        return w.space is Space.GM and self.roles.get(w.gm_tensor.root[0]) is not GmRole.WORKSPACE
 
     def _tell(self, ins: Instruction, w: Access, shadow: _Shadow, value: np.ndarray,
               unwritten: list) -> None:
@@ -178,6 +181,7 @@ def _addresses(a: Access) -> np.ndarray:
     """The byte address of each element `a` touches (a.shape)."""
     e, isz = a.elems, a.itemsize
     if a.bits:
+        assert isinstance(e, int)
         return a.base + np.arange(int(e)) // 8
     if isinstance(e, Rows):
         return a.base + (np.arange(e.count)[:, None] * e.pitch + np.arange(e.width)) * isz

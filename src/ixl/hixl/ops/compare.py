@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..database import register
@@ -18,7 +20,8 @@ def _infer_where(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[Ar
     return [ArgSpec(broadcast_shapes("Where", [s.shape for s in specs]), specs[1].dtype)]
 
 
-def comparison(name: str, fn, doc: str, extra: tuple[str, ...] = ()) -> OpSchema:
+def comparison(name: str, fn: Callable[..., np.ndarray], doc: str, extra: tuple[str, ...] = ()
+               ) -> OpSchema:
     return register(OpSchema(
         name=name, tier="S", family="compare", inputs=("a", "b"), dtypes=FLOATS,
         reference_fn=fn, infer_fn=_infer_bool, constraints={"T": NUMERIC + extra},
@@ -46,7 +49,7 @@ comparison("GreaterOrEqual", np.greater_equal, "y = (a >= b), broadcasting; bool
 comparison("LessOrEqual", np.less_equal, "y = (a <= b), broadcasting; bool output")
 
 
-def logical(name: str, fn, doc: str) -> OpSchema:
+def logical(name: str, fn: Callable[..., np.ndarray], doc: str) -> OpSchema:
     return register(OpSchema(
         name=name, tier="S", family="compare", inputs=("a", "b"), dtypes=("bool",),
         reference_fn=fn, infer_fn=_infer_bool, samples=boundary_cases(2) + BROADCAST_CASES,

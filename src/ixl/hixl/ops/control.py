@@ -17,7 +17,7 @@ from ..branch import Branch
 from ..database import register
 from ..dtypes import ALL, FLOATS
 from ..errors import ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape, host_value
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,10 @@ class FunctionBranch(Branch):
     fn: Callable[..., tuple]
     infer_fn: Callable[[list[ArgSpec]], list[ArgSpec]]
 
-    def infer(self, specs):
+    def infer(self, specs: list[ArgSpec]) -> list[ArgSpec]:
         return self.infer_fn(specs)
 
-    def evaluate(self, arrays):
+    def evaluate(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         return list(self.fn(*arrays))
 
 
@@ -63,7 +63,7 @@ DIFFERENCE = FunctionBranch(lambda x, y: (x - y,), _same_shape)
 BRANCHES = {"then_branch": SCALE, "else_branch": DIFFERENCE}
 
 
-def case(note, cond: bool, *shapes) -> SampleCase:
+def case(note: str, cond: bool, *shapes: Shape) -> SampleCase:
     return SampleCase(note, ((),) + shapes, BRANCHES, values={"cond": cond})
 
 

@@ -6,13 +6,14 @@ is what it means.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError, ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape
 from .matmul import TOLERANCES
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -93,6 +94,7 @@ def conv_geometry(x: tuple, w: tuple, attrs: dict) -> ConvGeometry:
 
 def _infer_conv(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x, w, b = (specs + [None])[:3]
+    assert x is not None and w is not None      # required inputs: check() saw them
     geo = conv_geometry(x.shape, w.shape, attrs)
     if b is not None and b.shape != (w.shape[0],):
         raise ShapeMismatch(f"Conv: bias must have shape ({w.shape[0]},), one per output "
@@ -120,7 +122,7 @@ def _conv(x, w, b=None, **attrs):
     return y if b is None else y + b.reshape(1, m, *(1,) * rank)
 
 
-def case(note, x, w, bias=True, **attrs) -> SampleCase:
+def case(note: str, x: Shape, w: Shape, bias: bool = True, **attrs: Any) -> SampleCase:
     return SampleCase(note, (x, w, (w[0],)) if bias else (x, w), attrs)
 
 

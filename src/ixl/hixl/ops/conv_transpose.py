@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError, ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape
 from .matmul import TOLERANCES
 from .window import check_auto_pad, explicit_pads, ints, spatial
 
@@ -80,6 +81,7 @@ def geometry(x: tuple, w: tuple, attrs: dict) -> TransposeGeometry:
 
 def _infer(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x, w, b = (specs + [None])[:3]
+    assert x is not None and w is not None      # required inputs: check() saw them
     geo = geometry(x.shape, w.shape, attrs)
     m = w.shape[1] * attrs["group"]
     if b is not None and b.shape != (m,):
@@ -112,7 +114,7 @@ def _conv_transpose(x, w, b=None, **attrs):
     return y if b is None else y + b.reshape((1, -1) + (1,) * len(dims))
 
 
-def case(note, x, w, bias=True, **attrs) -> SampleCase:
+def case(note: str, x: Shape, w: Shape, bias: bool = True, **attrs: Any) -> SampleCase:
     m = w[1] * attrs.get("group", 1)
     return SampleCase(note, (x, w, (m,)) if bias else (x, w), attrs)
 

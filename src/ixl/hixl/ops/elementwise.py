@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +49,7 @@ BROADCAST_CASES = [
 ]
 
 
-def with_attrs(cases: list[SampleCase], **attrs) -> list[SampleCase]:
+def with_attrs(cases: list[SampleCase], **attrs: Any) -> list[SampleCase]:
     return [dataclasses.replace(c, attrs={**c.attrs, **attrs}) for c in cases]
 
 
@@ -59,14 +61,16 @@ def infer_same(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgS
     return [ArgSpec(specs[0].shape, specs[0].dtype)]
 
 
-def binary(name: str, fn, doc: str, dtypes=FLOATS, **kw) -> OpSchema:
+def binary(name: str, fn: Callable[..., np.ndarray], doc: str, dtypes: Iterable[str] = FLOATS,
+           **kw: Any) -> OpSchema:
     kw.setdefault("samples", boundary_cases(2) + BROADCAST_CASES)
     return register(OpSchema(
         name=name, tier="S", family="elementwise", inputs=("a", "b"), dtypes=tuple(dtypes),
         reference_fn=fn, infer_fn=kw.pop("infer_fn", infer_broadcast), doc=doc, **kw))
 
 
-def unary(name: str, fn, doc: str, dtypes=FLOATS, **kw) -> OpSchema:
+def unary(name: str, fn: Callable[..., np.ndarray], doc: str, dtypes: Iterable[str] = FLOATS,
+          **kw: Any) -> OpSchema:
     kw.setdefault("samples", boundary_cases(1))
     return register(OpSchema(
         name=name, tier="S", family="elementwise", inputs=("x",), dtypes=tuple(dtypes),
@@ -110,7 +114,7 @@ def _pow_inputs(schema, specs, rng, attrs):
 _erf = np.frompyfunc(math.erf, 1, 1)   # numpy has no erf; math.erf is accurate to the last bit
 
 
-def erf(x):
+def erf(x: np.ndarray) -> np.ndarray:
     return np.asarray(_erf(x), dtype=x.dtype)
 
 

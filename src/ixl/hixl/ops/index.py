@@ -45,7 +45,7 @@ def _gather_inputs(schema, specs, rng, attrs):
 
 # ---- ordering: TopK, Sort, ArgMax ----
 
-def stable_order(x, axis: int, descending: bool):
+def stable_order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     """Indices that sort x along axis; equal values keep index order in both directions."""
     if descending:      # an order-reversing key that cannot overflow
         x = ~x if x.dtype.kind in "iub" else -x

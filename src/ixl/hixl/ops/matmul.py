@@ -42,6 +42,7 @@ def _gemm_mk(spec: ArgSpec, name: str, trans: int) -> tuple[int, int]:
 
 def _infer_gemm(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     a, b, c = (specs + [None])[:3]
+    assert a is not None and b is not None      # required inputs: check() saw them
     m, k = _gemm_mk(a, "A", attrs["transA"])
     kb, n = _gemm_mk(b, "B", attrs["transB"])
     if k != kb:

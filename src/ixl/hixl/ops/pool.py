@@ -7,12 +7,15 @@ AveragePool its mean over the real elements, or over the padded window with coun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Literal
+
 import numpy as np
 
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape
 from .window import pool_window, spatial, windows
 
 WINDOW_ATTRS = {
@@ -68,7 +71,7 @@ def _max_indices(shape: tuple, win, arg: np.ndarray, storage_order: int) -> np.n
     grid = np.meshgrid(*[np.arange(o) for o in win.out], indexing="ij")
     pos = [g * s - b + k * d for g, s, b, k, d in
            zip(grid, win.strides, win.begin, offsets, win.dilations)]
-    order = "F" if storage_order else "C"
+    order: Literal["C", "F"] = "F" if storage_order else "C"
     inner = np.ravel_multi_index(tuple(np.clip(p, 0, n - 1) for p, n in zip(pos, dims)),
                                  dims, order=order)
     planes = np.arange(shape[0] * shape[1]).reshape(shape[:2] + (1,) * len(dims))
@@ -113,7 +116,7 @@ def _global(reduce):
 
 # ---- sample cases ----
 
-def case(note, x, kernel, **attrs) -> SampleCase:
+def case(note: str, x: Shape, kernel: Sequence[int], **attrs: Any) -> SampleCase:
     return SampleCase(note, (x,), {"kernel_shape": list(kernel), **attrs})
 
 

@@ -9,12 +9,24 @@ dtype's extreme) for max / min, -inf for the logarithms, NaN for the mean.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
 import numpy as np
 
 from ..database import register
 from ..dtypes import FLOATS, NUMERIC, to_numpy
 from ..errors import ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase, host_value, normalize_axes, normalize_axis
+from ..schema import (
+    ArgSpec,
+    Attr,
+    OpSchema,
+    SampleCase,
+    Shape,
+    host_value,
+    normalize_axes,
+    normalize_axis,
+)
 
 ATTRS = {
     "keepdims": Attr(int, 1, "keep reduced axes as size 1"),
@@ -22,20 +34,21 @@ ATTRS = {
 }
 
 
-def reduced_axes(op: str, rank: int, given, noop: int) -> tuple[int, ...] | None:
+def reduced_axes(op: str, rank: int, given: Sequence[int], noop: int) -> tuple[int, ...] | None:
     """The axes to reduce, sorted; None when the op is an identity."""
     if not len(given):
         return None if noop else tuple(range(rank))
     return tuple(sorted(normalize_axes(op, given, rank)))
 
 
-def reduced_shape(shape, axes, keepdims: int) -> tuple[int, ...]:
+def reduced_shape(shape: Sequence[int], axes: Collection[int], keepdims: int) -> tuple[int, ...]:
     return tuple(1 if i in axes else d for i, d in enumerate(shape)
                  if keepdims or i not in axes)
 
 
 def _infer(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     data, axes = (specs + [None])[:2]
+    assert data is not None                     # a required input: check() saw it
     given = ()
     if axes is not None:
         if len(axes.shape) != 1:
@@ -66,7 +79,7 @@ def _log_sum_exp(data, **kw):
 
 
 # How each reduction combines its set (keyword arguments: axis, keepdims).
-COMBINE = {
+COMBINE: dict[str, Callable[..., np.ndarray]] = {
     "ReduceSum": np.sum,
     "ReduceMax": lambda x, **kw: np.max(x, initial=_extreme(x.dtype, -1), **kw),
     "ReduceMin": lambda x, **kw: np.min(x, initial=_extreme(x.dtype, +1), **kw),
@@ -85,7 +98,7 @@ def _reducer(name: str):
         which = reduced_axes(name, data.ndim, given, noop_with_empty_axes)
         if which is None:
             return data
-        kw = dict(axis=which, keepdims=bool(keepdims))
+        kw: dict[str, Any] = dict(axis=which, keepdims=bool(keepdims))
         if name == "ReduceMean":
             count = int(np.prod([data.shape[a] for a in which]))
             return np.sum(data, **kw) / count      # 0 / 0 is NaN for an empty set
@@ -93,7 +106,8 @@ def _reducer(name: str):
     return reference
 
 
-def case(note: str, shape, axes=None, **attrs) -> SampleCase:
+def case(note: str, shape: Shape, axes: Sequence[int] | None = None, **attrs: Any
+         ) -> SampleCase:
     """A sample: data of `shape`, axes given as a host input unless None."""
     if axes is None:
         return SampleCase(note, (shape,), attrs)
@@ -128,7 +142,7 @@ def _product_inputs(schema, specs, rng, attrs):
     return [(sign * magnitude).astype(to_numpy(data.dtype))] + [None] * (len(specs) - 1)
 
 
-def reduction(name: str, doc: str, extra: tuple[str, ...] = (), **kw) -> OpSchema:
+def reduction(name: str, doc: str, extra: tuple[str, ...] = (), **kw: Any) -> OpSchema:
     return register(OpSchema(
         name=name, tier="A", family="reduce", inputs=("data", "axes"), dtypes=FLOATS,
         reference_fn=_reducer(name), infer_fn=_infer, samples=CASES, attrs=ATTRS,

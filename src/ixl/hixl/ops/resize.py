@@ -12,13 +12,15 @@ for scales, or the sizes given (keep_aspect_ratio_policy may scale every axis al
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from ..database import register
 from ..dtypes import ANY_FLOAT, FLOATS
 from ..errors import AttrError, ShapeMismatch
-from ..schema import ArgSpec, Attr, OpSchema, SampleCase, normalize_axes
+from ..schema import ArgSpec, Attr, OpSchema, SampleCase, Shape, normalize_axes
 
 MODES = ("nearest", "linear", "cubic")
 COORDINATES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -33,13 +35,14 @@ def _choice(attrs: dict, name: str, allowed: tuple[str, ...]) -> None:
                         f"(allowed: {', '.join(allowed)})")
 
 
-def _given(spec) -> bool:
+def _given(spec: ArgSpec | None) -> TypeGuard[ArgSpec]:
     """An optional input counts as given when present and not empty (exporters pass an empty
     tensor for 'none')."""
     return spec is not None and spec.size > 0
 
 
-def plan(shape: tuple, attrs: dict, roi, scales, sizes) -> tuple[list[int], list[float], list]:
+def plan(shape: tuple, attrs: dict, roi: Sequence[float] | None, scales: Sequence[float] | None,
+         sizes: Sequence[int] | None) -> tuple[list[int], list[float], list]:
     """Output dims, the scale of each dim (for the coordinate mapping) and each dim's roi
     (start, end), from the inputs' contents."""
     rank = len(shape)
@@ -49,6 +52,7 @@ def plan(shape: tuple, attrs: dict, roi, scales, sizes) -> tuple[list[int], list
         raise ShapeMismatch("Resize: give exactly one of scales and sizes (the other omitted or "
                             "empty)")
     given = scales if sizes is None else sizes
+    assert given is not None                    # exactly one of them (checked above)
     if len(given) != len(axes):
         raise ShapeMismatch(f"Resize: {'sizes' if sizes is not None else 'scales'} "
                             f"{list(given)} must hold one value per resized axis ({len(axes)})")
@@ -59,6 +63,7 @@ def plan(shape: tuple, attrs: dict, roi, scales, sizes) -> tuple[list[int], list
                 raise ShapeMismatch(f"Resize: scales must be > 0, got {list(scales)}")
             scale[axis], out[axis] = float(s), int(math.floor(s * shape[axis]))
     else:
+        assert sizes is not None
         if any(int(v) < 0 for v in sizes):
             raise ShapeMismatch(f"Resize: sizes must be >= 0, got {list(sizes)}")
         ratios = [int(v) / shape[a] if shape[a] else 1.0 for a, v in zip(axes, sizes)]
@@ -81,6 +86,7 @@ def plan(shape: tuple, attrs: dict, roi, scales, sizes) -> tuple[list[int], list
 
 def _infer(schema: OpSchema, specs: list[ArgSpec], attrs: dict) -> list[ArgSpec]:
     x, roi, scales, sizes = (list(specs) + [None] * 3)[:4]
+    assert x is not None                        # a required input: check() saw it
     for name, allowed in (("mode", MODES), ("coordinate_transformation_mode", COORDINATES),
                           ("nearest_mode", NEAREST_MODES),
                           ("keep_aspect_ratio_policy", POLICIES)):
@@ -181,10 +187,12 @@ def _resize(x, roi=None, scales=None, sizes=None, **attrs):
     return y
 
 
-def case(note, x, scales=None, sizes=None, **attrs) -> SampleCase:
+def case(note: str, x: Shape, scales: Sequence[float] | None = None,
+         sizes: Sequence[int] | None = None, **attrs: Any) -> SampleCase:
     """A sample with scales or sizes over every axis (the common NCHW form), roi omitted."""
     if scales is not None:
         return SampleCase(note, (x, None, (len(scales),)), attrs, values={"scales": scales})
+    assert sizes is not None                    # scales or sizes
     return SampleCase(note, (x, None, None, (len(sizes),)), attrs, values={"sizes": sizes})
 
 

@@ -8,6 +8,8 @@ Data is only moved, never computed, so every dtype is accepted.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,7 +39,9 @@ def _values(schema: OpSchema, specs: list[ArgSpec]) -> list[tuple | None]:
             for n in schema.host_inputs]
 
 
-def shape_op(name: str, reference, infer, doc: str, inputs=("data",), samples=(), **kw):
+def shape_op(name: str, reference: Callable[..., Any], infer: Callable[..., list[ArgSpec]],
+             doc: str, inputs: tuple[str, ...] = ("data",), samples: Sequence[SampleCase] = (),
+             **kw: Any) -> OpSchema:
     """A data-movement op of tier C: any dtype; int64 host inputs."""
     kw.setdefault("constraints", MOVE_TYPES)
     kw.setdefault("type_of", {n: "I" for n in kw.get("host_inputs", ())})
@@ -109,15 +113,17 @@ def reshape_target(data: tuple, shape: tuple, allowzero: int) -> tuple[int, ...]
 
 def _infer_reshape(schema, specs, attrs):
     (shape,) = _values(schema, specs)
+    assert shape is not None                    # a required input
     return [ArgSpec(reshape_target(specs[0].shape, shape, attrs["allowzero"]), specs[0].dtype)]
 
 
 def _infer_expand(schema, specs, attrs):
     (shape,) = _values(schema, specs)
+    assert shape is not None                    # a required input
     return [ArgSpec(broadcast_shapes("Expand", [specs[0].shape, shape]), specs[0].dtype)]
 
 
-def squeezed(shape: tuple, axes) -> tuple[int, ...]:
+def squeezed(shape: tuple, axes: Sequence[int] | None) -> tuple[int, ...]:
     """The shape without the given axes (each of size 1), or without every size-1 axis."""
     if axes is None:
         return tuple(d for d in shape if d != 1)
@@ -129,7 +135,7 @@ def squeezed(shape: tuple, axes) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in drop)
 
 
-def unsqueezed(shape: tuple, axes) -> tuple[int, ...]:
+def unsqueezed(shape: tuple, axes: Sequence[int]) -> tuple[int, ...]:
     """The shape with size-1 axes at the given positions of the output."""
     rank = len(shape) + len(axes)
     new = normalize_axes("Unsqueeze", axes, rank)
@@ -142,7 +148,9 @@ def _infer_squeeze(schema, specs, attrs):
 
 
 def _infer_unsqueeze(schema, specs, attrs):
-    return [ArgSpec(unsqueezed(specs[0].shape, _values(schema, specs)[0]), specs[0].dtype)]
+    (axes,) = _values(schema, specs)
+    assert axes is not None                     # a required input
+    return [ArgSpec(unsqueezed(specs[0].shape, axes), specs[0].dtype)]
 
 
 def _axes_list(axes) -> list[int] | None:
@@ -151,7 +159,8 @@ def _axes_list(axes) -> list[int] | None:
 
 # ---- Slice ----
 
-def slice_bounds(shape: tuple, starts, ends, axes, steps) -> list[slice]:
+def slice_bounds(shape: tuple, starts: Sequence[int], ends: Sequence[int],
+                 axes: Sequence[int] | None, steps: Sequence[int] | None) -> list[slice]:
     """One slice per dim, with ONNX's clamping of starts and ends to the dim."""
     rank = len(shape)
     axes = normalize_axes("Slice", range(len(starts)) if axes is None else axes, rank)
@@ -182,12 +191,16 @@ def _sliced_shape(shape, bounds) -> tuple[int, ...]:
 
 
 def _infer_slice(schema, specs, attrs):
-    bounds = slice_bounds(specs[0].shape, *_values(schema, specs))
+    starts, ends, axes, steps = _values(schema, specs)
+    assert starts is not None and ends is not None      # required inputs
+    bounds = slice_bounds(specs[0].shape, starts, ends, axes, steps)
     return [ArgSpec(_sliced_shape(specs[0].shape, bounds), specs[0].dtype)]
 
 
 def _slice(data, starts, ends, axes=None, steps=None):
-    return data[tuple(slice_bounds(data.shape, *map(_axes_list, (starts, ends, axes, steps))))]
+    bounds = slice_bounds(data.shape, starts.reshape(-1).tolist(), ends.reshape(-1).tolist(),
+                          _axes_list(axes), _axes_list(steps))
+    return data[tuple(bounds)]
 
 
 # ---- Concat ----
@@ -242,6 +255,7 @@ def _fill_value(value) -> np.ndarray:
 
 def _infer_constant_of_shape(schema, specs, attrs):
     (shape,) = _values(schema, specs)
+    assert shape is not None                    # a required input
     if any(d < 0 for d in shape):
         raise ShapeMismatch(f"ConstantOfShape: shape {list(shape)} holds a negative dim")
     return [ArgSpec(tuple(int(d) for d in shape), name_of(_fill_value(attrs["value"]).dtype))]
@@ -257,7 +271,7 @@ def _infer_range(schema, specs, attrs):
     for spec, name in zip(specs, schema.inputs):
         if spec.size != 1:
             raise ShapeMismatch(f"Range: {name} must be a scalar, got shape {spec.shape}")
-    start, limit, delta = (v[0] for v in _values(schema, specs))
+    start, limit, delta = (v[0] for v in _values(schema, specs) if v is not None)  # required
     return [ArgSpec((_range_count(start, limit, delta),), specs[0].dtype)]
 
 
@@ -323,7 +337,8 @@ shape_op("Squeeze", lambda data, axes=None: data.reshape(squeezed(data.shape, _a
                   _host_case("negative axes", [(1, 3, 1, 5), (1,)], axes=[-2]),
                   _host_case("axes omitted", [(1, 3, 1, 5)]),
                   _host_case("a dim of size 0", [(0, 1, 7), (1,)], axes=[1])])
-shape_op("Unsqueeze", lambda data, axes: data.reshape(unsqueezed(data.shape, _axes_list(axes))),
+shape_op("Unsqueeze",
+         lambda data, axes: data.reshape(unsqueezed(data.shape, axes.reshape(-1).tolist())),
          _infer_unsqueeze,
          "y = data with size-1 axes inserted at the given output positions",
          inputs=("data", "axes"), host_inputs=("axes",),
@@ -398,7 +413,8 @@ shape_op("Range", _range, _infer_range,
 
 # ---- Split, Tile, Pad, Trilu ----
 
-def split_sizes(shape: tuple, axis: int, split, num_outputs) -> list[int]:
+def split_sizes(shape: tuple, axis: int, split: Sequence[int] | None, num_outputs: int | None
+                ) -> list[int]:
     """The part sizes along axis: given by `split`, or num_outputs parts of ceil(dim / n) with a
     smaller last part (opset 18)."""
     dim = shape[axis]
@@ -439,6 +455,7 @@ def _split(x, split=None, axis=0, num_outputs=None):
 def _infer_tile(schema, specs, attrs):
     x = specs[0]
     (repeats,) = _values(schema, specs)
+    assert repeats is not None                  # a required input
     if len(repeats) != len(x.shape) or any(r < 0 for r in repeats):
         raise ShapeMismatch(f"Tile: repeats {list(repeats)} must hold one non-negative count per "
                             f"dim of x {x.shape}")
@@ -448,7 +465,8 @@ def _infer_tile(schema, specs, attrs):
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-def pad_widths(shape: tuple, pads, axes) -> list[tuple[int, int]]:
+def pad_widths(shape: tuple, pads: Sequence[int], axes: Sequence[int] | None
+               ) -> list[tuple[int, int]]:
     """(before, after) per dim from ONNX pads (all begins, then all ends) over `axes`."""
     rank = len(shape)
     axes = list(range(rank)) if axes is None else list(normalize_axes("Pad", axes, rank))
@@ -469,6 +487,7 @@ def _infer_pad(schema, specs, attrs):
     if len(specs) > 2 and specs[2] is not None and specs[2].size != 1:
         raise ShapeMismatch(f"Pad: constant_value must be a scalar, got shape {specs[2].shape}")
     pads, axes = _values(schema, specs)
+    assert pads is not None                     # a required input
     shape = []
     for d, (lo, hi) in zip(x.shape, pad_widths(x.shape, pads, axes)):
         if d + lo + hi < 0:
@@ -481,6 +500,11 @@ def _infer_pad(schema, specs, attrs):
     return [ArgSpec(tuple(shape), x.dtype)]
 
 
+# np.pad's name of each ONNX Pad mode other than constant
+_PAD_MODES: dict[str, Literal["edge", "reflect", "wrap"]] = {
+    "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+
+
 def _pad(data, pads, constant_value=None, axes=None, mode="constant"):
     """Negative pads crop; numpy pads the rest (ONNX's wrap is numpy's wrap, edge its edge)."""
     widths = pad_widths(data.shape, pads.reshape(-1).tolist(), _axes_list(axes))
@@ -490,7 +514,7 @@ def _pad(data, pads, constant_value=None, axes=None, mode="constant"):
     if mode == "constant":
         value = 0 if constant_value is None else constant_value.reshape(())
         return np.pad(data, grow, constant_values=value)
-    return np.pad(data, grow, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])
+    return np.pad(data, grow, mode=_PAD_MODES[mode])
 
 
 def _infer_trilu(schema, specs, attrs):

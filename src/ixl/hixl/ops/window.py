@@ -108,7 +108,8 @@ def pool_window(op: str, x: tuple, attrs: dict, kernel: tuple[int, ...]) -> Wind
     return Window(tuple(kernel), strides, dilations, begin, end, tuple(out), tuple(overhang))
 
 
-def windows(x: np.ndarray, win: Window, fill, overhang_fill=None) -> np.ndarray:
+def windows(x: np.ndarray, win: Window, fill: float, overhang_fill: float | None = None
+            ) -> np.ndarray:
     """(N, C, *out, *kernel): every window's elements, the padding filled with `fill` and
     ceil_mode's overhang with `overhang_fill` (default: `fill`)."""
     rank = len(win.kernel)
