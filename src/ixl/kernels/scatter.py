@@ -31,8 +31,8 @@ from ..hixl.errors import index_out_of_range
 from ..intmath import round_up
 from ..nixl import LaunchPlan, register_kernel
 from ..nixl.registry import KernelEntry
-from .gather import INDEX_WINDOW_BYTES, Lookup, RowLookupKernel
-from .row_move import MOVE_DTYPES, TUNING_SPACE, Axis, Part, RowMoveTiling, Tile, make_kernel, plan
+from .gather import INDEX_WINDOW_BYTES, Lookup, LookupTiling, RowLookupKernel
+from .row_move import MOVE_DTYPES, TUNING_SPACE, Axis, Part, Tile, make_kernel, plan
 from .tiling import split_units
 from .version import BUILT_FOR_RUNTIME
 
@@ -40,10 +40,11 @@ DATA, UPDATES, OUT = 0, 2, 3          # kernel arguments: data, indices, updates
 
 
 @dataclass(frozen=True)
-class ScatterTiling(RowMoveTiling):
-    lookup: Lookup                  # the index tuples: arity k, data's first k dims and strides
-    window: int                     # index entries one window load holds
-    cells: int                      # the output's cells (slices an index tuple addresses),
+class ScatterTiling(LookupTiling):
+    """A lookup's tiling (the index tuples: arity k, data's first k dims and strides; the
+    index entries one window load holds) and the output's cells."""
+
+    cells: int = 0                  # the output's cells (slices an index tuple addresses),
                                     # `per_core` of them owned by each core
 
 
