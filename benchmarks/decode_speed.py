@@ -5,9 +5,9 @@ The revision's `src` is exported (`git archive`) to a temporary directory; each 
 fresh subprocess (its own imports, no shared caches), the two alternating `--rounds` times, and
 each generation's decode steps after the prefill are timed (wall: perf_counter; CPU:
 process_time, which a busy machine inflates less). The sides must produce the same tokens and
-the same modeled time per token, else the script says so and exits 1. Then it prints the best
-of the rounds per side, the ratio and the top functions of one profiled decode step of this
-tree.
+the same modeled time per token (both run with one hash seed), else the script says so and
+exits 1. Then it prints the best of the rounds per side, the ratio and the top functions of
+one profiled decode step of this tree.
 
     python benchmarks/decode_speed.py [--base main] [--steps 2] [--rounds 2] [--top 15]
 """
@@ -50,7 +50,9 @@ print(json.dumps({"wall": wall, "cpu": cpu, "tokens": result.tokens[:steps + 1],
 
 
 def run_side(src: Path, steps: int, profile_to: str = "") -> dict:
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    # One hash seed for both sides: the modeled time's last digits move with the seed
+    # (about 1e-4 us per token; the order of some float sums follows set order).
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
     out = subprocess.run([sys.executable, "-c", CHILD, str(steps), PROMPT, profile_to],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
