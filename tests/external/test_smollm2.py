@@ -125,7 +125,7 @@ def test_the_weight_mapping_covers_the_graph_with_the_gguf_shapes(gguf):
         assert inputs[name] == (shape[::-1] if source.get("transpose") else shape), name
         assert source.get("unpermute_heads") == heads.get(source["key"].split(".")[-2]), name
         keys.add(source["key"])
-    assert keys == {t.name for t in gguf.reader.tensors}                  # every tensor used
+    assert keys == {t.name for t in gguf.tensors}                  # every tensor used
     tied = [s for s in spec["initializers"].values() if s["key"] == "token_embd.weight"]
     assert sorted(bool(s.get("transpose")) for s in tied) == [False, True]   # embedding, head
 

@@ -165,7 +165,7 @@ def candidates(gguf: GGUFFile, config) -> dict:
     initializer may show (rotary rows restored for q/k; transposed), keyed for a quick match."""
     heads = {"attn_q": config.num_attention_heads, "attn_k": config.num_key_value_heads}
     found: dict = {}
-    for info in gguf.reader.tensors:
+    for info in gguf.tensors:
         array = gguf.tensor(info.name)
         source = {"key": info.name}
         kind = info.name.split(".")[-2]

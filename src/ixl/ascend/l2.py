@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -138,6 +138,8 @@ def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_
         idx = np.arange(ends[-1]) - np.repeat(ends - n, n) + np.repeat(first, n)
     if outer == 1 and pitch >= width + line:      # rows never share a line: already distinct
         return idx
+    if (idx[1:] > idx[:-1]).all():                # ascending, so distinct: unique's sort is moot
+        return idx
     return np.unique(idx)
 
 
@@ -150,11 +152,9 @@ class Phase:
         self.cores = max(cores, 1)
         self.threshold = cache.threshold
         self.free = cache.capacity - cache.resident * cache.line
-        hist = cache.hist
-        self.stamps = np.fromiter(hist.keys(), np.int64, len(hist))
-        counts = np.array(list(hist.values()), np.int64).reshape(-1, 2)
-        self.cum_bytes = np.cumsum(counts[:, 0]) * cache.line
-        self.cum_dirty = np.cumsum(counts[:, 1]) * cache.line
+        self.stamps, lines, dirty = cache.order.live()
+        self.cum_bytes = np.cumsum(lines) * cache.line
+        self.cum_dirty = np.cumsum(dirty) * cache.line
 
     def view(self, core_id: int) -> L2View:
         return L2View(self, core_id)
@@ -330,6 +330,69 @@ def l2_cache(chip: ChipSpec) -> L2Cache:
     return L2Cache(chip.l2_bytes, raw["line_bytes"], raw["same_line_extra"])
 
 
+class _Order:
+    """The LRU order as a histogram of stamps: per stamp (the clock of one batch's entry into
+    L2) the lines that still carry it and how many of them are dirty, in numpy arrays indexed
+    by stamp, oldest first. Stamps are consecutive (each entry takes the next clock), so a
+    stamp's counts sit at `stamp - base`; an entry whose lines all moved on stays, with zero
+    lines (it holds no line, so neither the eviction order nor a threshold between stamps
+    changes), until eviction passes it. Entries before `head` are evicted."""
+
+    def __init__(self):
+        self.base = 1                       # the stamp at index 0
+        self.head = self.end = 0            # live entries: [head, end)
+        self.lines = np.zeros(1024, np.int64)
+        self.dirty = np.zeros(1024, np.int64)
+
+    def live(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(stamps, lines, dirty lines) of the live entries, oldest first (the counts as views:
+        read them before the order changes)."""
+        h, e = self.head, self.end
+        return (np.arange(self.base + h, self.base + e, dtype=np.int64), self.lines[h:e],
+                self.dirty[h:e])
+
+    def append(self, stamp: int, lines: int, dirty: int) -> None:
+        if self.end == len(self.lines):
+            self._make_room()
+        assert stamp == self.base + self.end, "stamps enter the order consecutively"
+        self.lines[self.end], self.dirty[self.end] = lines, dirty
+        self.end += 1
+
+    def forget(self, stamps: np.ndarray, dirty_stamps: np.ndarray) -> None:
+        for counts, gone in ((self.lines, stamps), (self.dirty, dirty_stamps)):
+            if gone.size:
+                s, c = np.unique(gone, return_counts=True)
+                counts[s - self.base] -= c
+
+    def evict(self, excess: int) -> tuple[int, int, int] | None:
+        """Drop the oldest entries until `excess` lines have left: (the last stamp dropped,
+        lines, dirty lines dropped), or None when nothing needed to go."""
+        if excess <= 0 or self.head == self.end:
+            return None
+        h = self.head
+        cum = np.cumsum(self.lines[h:self.end])
+        last = min(int(np.searchsorted(cum, excess)), len(cum) - 1)
+        self.head = h + last + 1
+        return self.base + h + last, int(cum[last]), int(self.dirty[h:self.head].sum())
+
+    def clear(self) -> int:
+        """Every entry leaves; returns their dirty lines."""
+        dirty = int(self.dirty[self.head:self.end].sum())
+        self.head = self.end
+        return dirty
+
+    def _make_room(self) -> None:
+        """Drop the evicted entries from the front, and grow when over half is live."""
+        live = self.end - self.head
+        size = len(self.lines) * (2 if 2 * live > len(self.lines) else 1)
+        for name in ("lines", "dirty"):
+            grown = np.zeros(size, np.int64)
+            grown[:live] = getattr(self, name)[self.head:self.end]
+            setattr(self, name, grown)
+        self.base += self.head
+        self.head, self.end = 0, live
+
+
 class L2Cache:
     """The chip's L2: resident lines per GM segment and their LRU order (module doc)."""
 
@@ -337,7 +400,7 @@ class L2Cache:
         self.capacity = capacity
         self.line = line
         self.same_line_extra = same_line_extra
-        self.hist: OrderedDict[int, list] = OrderedDict()   # stamp -> [lines, dirty lines]
+        self.order = _Order()
         self.threshold = 0          # stamps at or below it are evicted
         self.clock = 0
         self.resident = 0           # lines
@@ -384,30 +447,21 @@ class L2Cache:
         lines.stamp[idx] = self.clock
         lines.dirty[idx] = True if kind is WRITE else dirty
         n = _count(idx)
-        self.hist[self.clock] = [n, n if kind is WRITE else int(np.count_nonzero(dirty))]
+        self.order.append(self.clock, n, n if kind is WRITE else int(np.count_nonzero(dirty)))
         self.resident += n
 
     def _forget(self, stamps: np.ndarray, dirty_stamps: np.ndarray) -> None:
         """Lines leave their place in the LRU order (touched again, dropped or unmapped)."""
         if not stamps.size:
             return
-        for s, c in zip(*np.unique(stamps, return_counts=True)):
-            entry = self.hist[int(s)]
-            entry[0] -= int(c)
-            if entry[0] == 0:
-                del self.hist[int(s)]
-        for s, c in zip(*np.unique(dirty_stamps, return_counts=True)):
-            dirty_entry = self.hist.get(int(s))
-            if dirty_entry is not None:
-                dirty_entry[1] -= int(c)
+        self.order.forget(stamps, dirty_stamps)
         self.resident -= stamps.size
 
     def _evict(self) -> None:
-        limit = self.capacity // self.line
-        while self.resident > limit and self.hist:
-            stamp, (n, dirty) = self.hist.popitem(last=False)
-            self.threshold = stamp
-            self.resident -= n
+        dropped = self.order.evict(self.resident - self.capacity // self.line)
+        if dropped is not None:
+            self.threshold, lines, dirty = dropped
+            self.resident -= lines
             self.written_back += dirty * self.line
 
     def _same_line_stalls(self, entries: list) -> dict[int, list]:
@@ -437,8 +491,7 @@ class L2Cache:
         """Every line leaves L2 (dirty ones written back, untimed), as a benchmark flushes the
         cache between two measurements: the next launch starts from a cold L2."""
         with self._lock:
-            self.written_back += sum(dirty for _, dirty in self.hist.values()) * self.line
-            self.hist.clear()
+            self.written_back += self.order.clear() * self.line
             self.threshold = self.clock
             self.resident = 0
 

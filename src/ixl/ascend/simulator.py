@@ -85,6 +85,13 @@ class CoreReport:
         return as_core_id(self.core_id).kind
 
 
+def _frozen(intervals: list) -> list:
+    """A core's busy intervals for its report, as tuples: a model run keeps the reports of
+    every launch, and tuples of floats are left out of the garbage collector's walks (the
+    timeline's own [start, end] lists are not)."""
+    return [tuple(iv) for iv in intervals]
+
+
 @dataclass
 class LaunchRecord:
     kernel: str
@@ -234,7 +241,8 @@ class SimulatedChip:
                               c.timeline.pipe_stats(), c.ub_peak,
                               recorder.slices[c.core_id] if recorder else [],
                               recorder.edges[c.core_id] if recorder else [],
-                              c.timeline.compute_busy, c.timeline.moving(), dict(c.peaks),
+                              _frozen(c.timeline.compute_busy), _frozen(c.timeline.moving()),
+                              dict(c.peaks),
                               c.l2_stats, tuple(c.bank_conflicts))
                    for c in sorted(cores, key=lambda c: c.core_id)]
         record = LaunchRecord(name, block_num, self.chip.clock_mhz,

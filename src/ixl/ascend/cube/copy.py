@@ -24,7 +24,7 @@ from ..gm import GlobalTensor
 from ..observe import Access, Rows, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import BF16, F16, F32, I32, U64, dtype_in, local
+from .operands import BF16, F16, F32, I32, U64, dtype_in, local, strided
 from .params import InitConstValueParams, Nd2NzParams, check
 
 
@@ -76,11 +76,11 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
     src = gm.region(0, span_src, core.core_id, "reads", strict=core.mode.debug)
     dst = core.local_view(Space.L1, l1.offset, span_dst, what)
     if not core.mode.timing_only:
-        rows = as_strided(src, (p.nd_num, p.n_value, row), (src_mat, src_row, 1))
+        rows = strided(src, src.dtype, (p.nd_num, p.n_value, row), (src_mat, src_row, 1))
         padded = np.zeros((p.nd_num, p.n_value, blocks * blk), np.uint8)
         padded[..., :row] = rows
-        out = as_strided(dst, (p.nd_num, p.n_value, blocks, blk), (dst_mat, dst_row, dst_col, 1),
-                         writeable=True)
+        out = strided(dst, dst.dtype, (p.nd_num, p.n_value, blocks, blk),
+                      (dst_mat, dst_row, dst_col, 1))
         out[...] = padded.reshape(p.nd_num, p.n_value, blocks, blk)
     nbytes = p.nd_num * p.n_value * row
     grid = core.burst_grid

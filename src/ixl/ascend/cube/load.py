@@ -22,7 +22,7 @@ from ..gm import GlobalTensor
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
-from .operands import BF16, F16, F32, I8, U8, dtype_in, local, register_write
+from .operands import BF16, F16, F32, I8, U8, dtype_in, local, register_write, strided
 from .params import LoadData2DParams, LoadData2dTransposeParams, LoadData3DParamsV2, check
 
 _L0 = (Space.L0A, Space.L0B)
@@ -153,25 +153,44 @@ def load_data_with_transpose(dst: LocalTensor, src: LocalTensor,
     nbytes = n * per * frac
     if n:
         sq = frac * per
-        first_src = (params.start_index + np.arange(n) * params.src_stride) * sq
-        # fractal f of repeat i: (i * (dst_gap + 1) + f * (dst_frac_gap + 1)) fractals on
-        first_dst = np.arange(n) * (params.dst_gap + 1) * frac
-        frac_dst = np.arange(per) * (params.dst_frac_gap + 1) * frac
-        sbytes = core.local_view(Space.L1, src.offset, int(first_src.max()) + sq, what)
+        # repeat i reads square start_index + i * src_stride; fractal f of repeat i lands
+        # (i * (dst_gap + 1) + f * (dst_frac_gap + 1)) fractals on
+        src_step, rep_step, frac_step = (params.src_stride * sq, (params.dst_gap + 1) * frac,
+                                         (params.dst_frac_gap + 1) * frac)
+        first = params.start_index * sq
+        sbytes = core.local_view(Space.L1, src.offset, first + (n - 1) * src_step + sq, what)
         dbytes = core.local_view(dst.space, dst.offset,
-                                 int(first_dst[-1] + frac_dst[-1]) + frac, what)
-        s_el = (first_src[:, None] // isz + src_map)            # (n, square elements)
-        d_el = (first_dst[:, None, None] + frac_dst[None, :, None]) // isz \
-            + np.arange(frac // isz)                             # (n, per, fractal elements)
-        d_el = d_el.reshape(n, -1)[:, dst_map]                   # lane j of the square
+                                 (n - 1) * rep_step + (per - 1) * frac_step + frac, what)
         if not core.mode.timing_only:
-            dbytes.view(dst.dtype)[d_el] = sbytes.view(src.dtype)[s_el]
+            squares = strided(sbytes, src.dtype, (n, len(src_map)), (src_step, isz), first)
+            fractals = strided(dbytes, dst.dtype, (n, per, frac // isz),
+                               (rep_step, frac_step, isz))
+            fractals[...] = squares[:, _landing_order(isz)].reshape(fractals.shape)
     core.issue(Pipe.MTE1, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
-        ops: tuple[tuple[Access, ...], tuple[Access, ...]] = (
-            (Access(Space.L1, src.offset, isz, s_el, "src"),),
-            (Access(dst.space, dst.offset, isz, d_el, "dst"),)) if n else ((), ())
+        ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
+        if n:
+            first_src = (params.start_index + np.arange(n) * params.src_stride) * sq
+            first_dst = np.arange(n) * rep_step
+            frac_dst = np.arange(per) * frac_step
+            s_el = (first_src[:, None] // isz + src_map)            # (n, square elements)
+            d_el = (first_dst[:, None, None] + frac_dst[None, :, None]) // isz \
+                + np.arange(frac // isz)                             # (n, per, fractal elements)
+            d_el = d_el.reshape(n, -1)[:, dst_map]                   # lane j of the square
+            ops = ((Access(Space.L1, src.offset, isz, s_el, "src"),),
+                   (Access(dst.space, dst.offset, isz, d_el, "dst"),))
         core.observe(Pipe.MTE1, what, *ops, nbytes)
+
+
+@lru_cache(maxsize=4)
+def _landing_order(itemsize: int) -> np.ndarray:
+    """For each element of a repeat's destination fractals (laid end to end), the element of
+    the source square that lands there: the inverse of `_square`'s lane maps, so a repeat's
+    move is one gather from the square and one strided write."""
+    src_map, dst_map = _square(itemsize)
+    order = np.empty_like(src_map)
+    order[dst_map] = src_map
+    return order
 
 
 @lru_cache(maxsize=4)

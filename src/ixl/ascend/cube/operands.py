@@ -60,6 +60,14 @@ def register_write(what: str) -> CubeRegisters:
     return core.cube_state
 
 
+def strided(buf: np.ndarray, dtype: np.dtype, shape: tuple[int, ...],
+            strides: tuple[int, ...], offset: int = 0) -> np.ndarray:
+    """A strided view of the bytes `buf` (a contiguous uint8 view of a memory) as `dtype`:
+    numpy.lib.stride_tricks.as_strided's result built directly (several times cheaper per
+    instruction), refused by numpy if it would reach past `buf`."""
+    return np.ndarray(shape, dtype, buf, offset, strides)
+
+
 @lru_cache(maxsize=256)
 def zz_offsets(m: int, k: int, c0: int, kp: int) -> np.ndarray:
     """Element offsets (m, 1, k) of an m x k matrix stored ZZ with rows padded to `kp`."""
