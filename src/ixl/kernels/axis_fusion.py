@@ -73,7 +73,7 @@ class FusedAxisKernel(AxisKernel):
         scalars read and spread once per block; the programs resolved."""
         fusion = self.fusion
         counts = fusion.buffers(self.widen)
-        bodies = self._buf(self.ub.bodies)
+        bodies = self._buf("bodies")
         tiles = iter([bodies[k * self.span] for k in range(sum(counts))])
         self.converted, self.results, self.temps, consts = (
             [next(tiles) for _ in range(c)] for c in counts)

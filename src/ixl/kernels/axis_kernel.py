@@ -23,6 +23,7 @@ from .axis_layout import LAYOUTS, Segment, Tile, folded_offsets, outer_offset
 from .axis_plan import AxisTiling, param_region
 from .axis_ub import PLAIN, STAT_ITEMSIZE, Fusion, ub_plan
 from .ub import convert, copy_rows, fill
+from .ub_place import pad
 
 
 class AxisOp:
@@ -118,15 +119,17 @@ class AxisKernel:
         self.step = max(self.blk, self.chip.block_elems(self.sdt.itemsize))
         self.ub = ub = ub_plan(op, tiling.layout, tiling.rows, tiling.pitch, self.sdt.itemsize,
                                self.cdt.itemsize, tiling.config.buffers, tiling.params,
-                               not tiling.resident, self.chip, fusion)
+                               not tiling.resident, self.chip, fusion,
+                               self.chip.ub_bytes // tiling.config.divisor)
         self.span = fusion.span(tiling.rows * tiling.pitch, self.chip)
         self.pipe = asc.TPipe()
-        self.in_q = self._queue(asc.TPosition.VECIN, ub.in_slot)
-        self.out_q = self._queue(asc.TPosition.VECOUT, ub.out_slot)
-        self.stats_out = StatOutputs(op, self._queue(asc.TPosition.VECOUT, ub.stat_slot),
+        self.in_q = self._queue(asc.TPosition.VECIN, "in_slot")
+        self.out_q = self._queue(asc.TPosition.VECOUT, "out_slot")
+        self.stats_out = StatOutputs(op, self._queue(asc.TPosition.VECOUT, "stat_slot"),
                                      stat_outs, self.sdt, ub.cap)
         self.work, self.aux, red0, red1, stats, self.bc, par = (
-            self._buf(n) for n in (ub.work, ub.aux, *ub.red, ub.stats, ub.bc, ub.params))
+            self._buf(name) for name in ("work", "aux", "red0", "red1", "stats", "bc",
+                                         "params"))
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
@@ -135,16 +138,22 @@ class AxisKernel:
             self.param_tensors[i] = par[j * tiling.pitch]
         self._held = None
 
-    def _queue(self, position, nbytes):
+    def _queue(self, position, name: str):
+        """The plan's queue `name` (None when it has no bytes), after its gap."""
+        nbytes = getattr(self.ub, name)
         if not nbytes:
             return None
+        pad(self.pipe, self.ub.gap(name))
         q = asc.TQue(position)
         self.pipe.init_buffer(q, self.tiling.config.buffers, nbytes)
         return q
 
-    def _buf(self, nbytes):
+    def _buf(self, name: str):
+        """The plan's scratch buffer `name` (None when it has no bytes), after its gap."""
+        nbytes = dict(self.ub.named()).get(name, 0)
         if not nbytes:
             return None
+        pad(self.pipe, self.ub.gap(name))
         b = asc.TBuf()
         self.pipe.init_buffer(b, nbytes)
         return b.get(self.cdt)

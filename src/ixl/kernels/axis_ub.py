@@ -6,10 +6,11 @@ which the host tiling sizes tiles by and the kernel allocates exactly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
+from .ub_place import Want, gaps
 
 STAT_ITEMSIZE = 4            # statistics outputs are float32 at most (LayerNorm's mean, inv_std)
 
@@ -99,6 +100,17 @@ class UbPlan:
     cap: int                 # elements per statistics slot
     slots: int
     total: int
+    gaps: tuple = ()         # (buffer, UB bytes left before it): the bank-aware placement
+
+    def gap(self, name: str) -> int:
+        return dict(self.gaps).get(name, 0)
+
+    def named(self) -> dict:
+        """Bytes of each buffer by its name in ORDER (the reductions' two as red0, red1)."""
+        return {"in_slot": self.in_slot, "out_slot": self.out_slot,
+                "stat_slot": self.stat_slot, "work": self.work, "aux": self.aux,
+                "red0": self.red[0], "red1": self.red[1], "stats": self.stats, "bc": self.bc,
+                "params": self.params, "bodies": self.bodies, "scalars": self.scalars}
 
     @property
     def out_queues(self) -> int:
@@ -107,7 +119,11 @@ class UbPlan:
 
 
 def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
-            params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN) -> UbPlan:
+            params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN,
+            room: int | None = None) -> UbPlan:
+    """Every buffer's bytes, and the gaps that place them bank-aware within `room` (UB by
+    default; the tiling's share of it under a tile_div)."""
+    room = chip.ub_bytes if room is None else room
     elems = rows * pitch
     span = fusion.span(elems, chip)
     widen = s_isz != c_isz
@@ -133,4 +149,32 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
     single = sum(round_up(sizes[k], block)
                  for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
     total = queued * buffer_num + single + sum(round_up(r, block) for r in red)
-    return UbPlan(**sizes, cap=cap, slots=slots, total=total)
+    plan = UbPlan(**sizes, cap=cap, slots=slots, total=total)
+    placed = _placement(plan.named(), buffer_num, chip, room, widen)
+    return replace(plan, total=total + sum(n for _, n in placed), gaps=placed)
+
+
+ORDER = ("in_slot", "out_slot", "stat_slot", "work", "aux", "red0", "red1", "stats", "bc",
+         "params", "bodies", "scalars")       # the kernel's allocation order
+
+
+def _placement(named: dict, buffer_num: int, chip: ChipSpec, room: int,
+               widen: bool) -> tuple:
+    """Gaps before the kernel's buffers (ub_place.py) when they fit in `room`: y a bank
+    stretch after x's slots (else half a bank-group cycle from them), the converted x (work)
+    half a cycle from the slots it is read from, the scratch x is squared into (aux) half a
+    cycle from x, the parameter vectors half a cycle from y (y = y * scale, y + bias)."""
+    queued = ("in_slot", "out_slot", "stat_slot")
+    present = [k for k in ORDER if named[k]]
+    index = {k: i for i, k in enumerate(present)}
+    x = "work" if widen and "work" in index else "in_slot"
+    relations = {"out_slot": ("in_slot", "in_slot"), "work": ("in_slot", None),
+                 "aux": (x, None), "params": ("out_slot", None)}
+    wants = []
+    for k in present:
+        against, apart = relations.get(k, (None, None))
+        wants.append(Want(round_up(named[k], chip.block_bytes) * (buffer_num if k in queued
+                                                                 else 1),
+                          index.get(against), index.get(apart)))
+    found = gaps(wants, chip, room)
+    return tuple((k, n) for k, n in zip(present, found or ()) if n)

@@ -50,14 +50,13 @@ class Softmax(AxisOp):
     pad = -np.inf
 
     def needs_aux(self, layout):
-        return layout == "column"      # the column reduction must not overwrite x
+        return True     # x - max goes beside x, so no instruction reads and writes one bank
 
     def first(self, tile, x, st, n):
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
-        tile.apply(asc.sub, x, x, m)
-        asc.exp(x, x, tile.size)
+        self.prepare(tile, x, st)
         tile.reduce("sum", x, s)
 
     merge = staticmethod(_online_merge)
@@ -66,8 +65,11 @@ class Softmax(AxisOp):
         asc.reciprocal(st[1], st[1], tile.nstat)
 
     def prepare(self, tile, x, st):
-        tile.apply(asc.sub, x, x, st[0])
-        asc.exp(x, x, tile.size)
+        """x = exp(x - max) through aux: in place, each repeat would read and write the same
+        banks [BANK2]. aux's pad lanes hold -inf, as x's do, so x's become exp(-inf) = 0."""
+        tile.fill_pads(tile.aux, self.pad, tile.count)
+        tile.apply(asc.sub, tile.aux, x, st[0])
+        asc.exp(x, tile.aux, tile.size)
 
     def finish(self, tile, y, x, st):
         tile.apply(asc.mul, y, x, st[1])
