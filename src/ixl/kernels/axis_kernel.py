@@ -123,13 +123,13 @@ class AxisKernel:
                                self.chip.ub_bytes // tiling.config.divisor)
         self.span = fusion.span(tiling.rows * tiling.pitch, self.chip)
         self.pipe = asc.TPipe()
-        self.in_q = self._queue(asc.TPosition.VECIN, "in_slot")
-        self.out_q = self._queue(asc.TPosition.VECOUT, "out_slot")
-        self.stats_out = StatOutputs(op, self._queue(asc.TPosition.VECOUT, "stat_slot"),
+        self.in_q = self._alloc("in_slot", asc.TPosition.VECIN)
+        self.out_q = self._alloc("out_slot", asc.TPosition.VECOUT)
+        self.stats_out = StatOutputs(op, self._alloc("stat_slot", asc.TPosition.VECOUT),
                                      stat_outs, self.sdt, ub.cap)
         self.work, self.aux, red0, red1, stats, self.bc, par = (
-            self._buf(name) for name in ("work", "aux", "red0", "red1", "stats", "bc",
-                                         "params"))
+            self._alloc(name) for name in ("work", "aux", "red0", "red1", "stats", "bc",
+                                           "params"))
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
@@ -138,25 +138,16 @@ class AxisKernel:
             self.param_tensors[i] = par[j * tiling.pitch]
         self._held = None
 
-    def _queue(self, position, name: str):
-        """The plan's queue `name` (None when it has no bytes), after its gap."""
-        nbytes = getattr(self.ub, name)
+    def _alloc(self, name: str, position=None):
+        """The plan's buffer `name` after its gap: a queue at `position`, else scratch in the
+        compute dtype; None when it has no bytes."""
+        nbytes = self.ub.named()[name]
         if not nbytes:
             return None
         pad(self.pipe, self.ub.gap(name))
-        q = asc.TQue(position)
-        self.pipe.init_buffer(q, self.tiling.config.buffers, nbytes)
-        return q
-
-    def _buf(self, name: str):
-        """The plan's scratch buffer `name` (None when it has no bytes), after its gap."""
-        nbytes = dict(self.ub.named()).get(name, 0)
-        if not nbytes:
-            return None
-        pad(self.pipe, self.ub.gap(name))
-        b = asc.TBuf()
-        self.pipe.init_buffer(b, nbytes)
-        return b.get(self.cdt)
+        target = asc.TQue(position) if position else asc.TBuf()
+        self.pipe.init_buffer(target, self.tiling.config.buffers if position else 1, nbytes)
+        return target if position else target.get(self.cdt)
 
     # ---- the unit loop ----
     def process(self) -> None:
@@ -225,8 +216,8 @@ class AxisKernel:
         row's last block with the op's identity (row layout)."""
         slot = self.in_q.alloc_tensor(self.sdt)
         for k, src in enumerate(self.xs):
-            copy_rows(slot[k * self.span], src[seg.offset], seg.rows, seg.count, seg.gm_pitch,
-                      tile.pitch, self.layout.copy_pad(self.op))
+            copy_rows(slot[k * self.ub.in_stride], src[seg.offset], seg.rows, seg.count,
+                      seg.gm_pitch, tile.pitch, self.layout.copy_pad(self.op))
         self.in_q.enque(slot)
 
     def load(self, tile: Tile, seg: Segment):

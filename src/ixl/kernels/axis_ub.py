@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
-from .ub_place import Want, gaps
+from .ub_place import Want, gaps, staggered
 
 STAT_ITEMSIZE = 4            # statistics outputs are float32 at most (LayerNorm's mean, inv_std)
 
@@ -97,6 +97,8 @@ class UbPlan:
     params: int
     bodies: int              # a fusion's compute-dtype tiles (Fusion.buffers, in order)
     scalars: int             # a fusion's scalar inputs, one block each
+    in_stride: int           # elements from one tiled input to the next in an input slot
+    body_stride: int         # elements from one body tile to the next (ub_place.staggered)
     cap: int                 # elements per statistics slot
     slots: int
     total: int
@@ -135,21 +137,25 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
     slots = 2 * op.stats + 1 if streaming else op.stats
     red = (rows * max(ceil_div(pitch, blk), lanes) * c_isz,
            rows * max(ceil_div(pitch, blk * blk), lanes) * c_isz) if row else (0, 0)
+    tiled, bodies = len(fusion.tiles) or 1, sum(fusion.buffers(widen))
+    in_stride = staggered(span, s_isz, chip) if tiled > 1 else span
+    body_stride = staggered(span, c_isz, chip) if bodies > 1 else span
     sizes = dict(
-        in_slot=(len(fusion.tiles) or 1) * span * s_isz,
+        in_slot=tiled * in_stride * s_isz,
         out_slot=span * s_isz if op.has_y else 0,
         stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,
         work=span * c_isz if widen or fusion.prologue else 0,
         aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
         stats=slots * cap * c_isz, bc=round_up(rows, per_rep) * blk * c_isz if row else 0,
-        params=params * pitch * c_isz, bodies=sum(fusion.buffers(widen)) * span * c_isz,
+        params=params * pitch * c_isz, bodies=bodies * body_stride * c_isz,
         scalars=len(fusion.scalars) * chip.block_bytes)
     block = chip.block_bytes
     queued = sum(round_up(sizes[k], block) for k in ("in_slot", "out_slot", "stat_slot"))
     single = sum(round_up(sizes[k], block)
                  for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
     total = queued * buffer_num + single + sum(round_up(r, block) for r in red)
-    plan = UbPlan(**sizes, cap=cap, slots=slots, total=total)
+    plan = UbPlan(**sizes, in_stride=in_stride, body_stride=body_stride, cap=cap, slots=slots,
+                  total=total)
     placed = _placement(plan.named(), buffer_num, chip, room, widen)
     return replace(plan, total=total + sum(n for _, n in placed), gaps=placed)
 

@@ -83,3 +83,13 @@ def pad(pipe: asc.TPipe, nbytes: int) -> None:
     """A gap of `nbytes` at the pipe's cursor: a buffer that is never read."""
     if nbytes:
         pipe.init_buffer(asc.TBuf(), nbytes)
+
+
+def staggered(elems: int, itemsize: int, chip: ChipSpec) -> int:
+    """Elements from one of several equal tiles carved from one buffer to the next: at least
+    `elems`, and half a bank-group cycle on, so neighbouring tiles (a binary body's two
+    operands) meet in no bank group."""
+    if not chip.ub_bank_groups:
+        return elems
+    cycle, nbytes = chip.ub_bank_groups * chip.block_bytes, elems * itemsize
+    return (nbytes + (cycle // 2 - nbytes) % cycle) // itemsize
