@@ -122,9 +122,9 @@ class LayerNorm(AxisOp):
         mean, m2 = st
         tile.reduce("sum", x, mean)
         asc.muls(mean, mean, 1.0 / n, tile.nstat)
-        tile.apply(asc.sub, x, x, mean)
-        asc.mul(tile.aux, x, x, tile.size)
-        tile.reduce("sum", tile.aux, m2, keep=False)
+        self.prepare(tile, x, st)
+        asc.mul(x, tile.aux, tile.aux, tile.size)
+        tile.reduce("sum", x, m2, keep=False)
 
     def merge(self, tile, acc, seg, tmp, n_acc, n_seg):
         """Chan et al.: mean += d * nb / n; M2 += M2b + d^2 * na * nb / n, d = mean_b - mean."""
@@ -142,10 +142,13 @@ class LayerNorm(AxisOp):
         _inv_rms(tile, st[1], n)
 
     def prepare(self, tile, x, st):
-        tile.apply(asc.sub, x, x, st[0])
+        """aux = x - mean (x is then free for the squares): in place, each repeat would read
+        and write the same banks [BANK2]. aux's pad lanes hold 0, the sum's identity."""
+        tile.fill_pads(tile.aux, 0.0, tile.count)
+        tile.apply(asc.sub, tile.aux, x, st[0])
 
     def finish(self, tile, y, x, st):
-        tile.apply(asc.mul, y, x, st[1])
+        tile.apply(asc.mul, y, tile.aux, st[1])
         scale, bias = tile.params
         if scale is not None:
             tile.scale(asc.mul, y, y, scale)
