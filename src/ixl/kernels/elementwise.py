@@ -39,7 +39,7 @@ from .ub import copy, read_scalars, spread
 from .ub_place import Want, gaps, pad
 from .wide_casts import WideScratch, convert_in, convert_out, needs_wide
 
-TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
+TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim", "bank_gaps")
 BOOL, F16, I32 = np.dtype(np.bool_), np.dtype(np.float16), np.dtype(np.int32)
 
 
@@ -227,9 +227,10 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
                 steps=steps, config=config, out_round=out_round)
     if not rows:
         budget = _budget(inputs, out, cdt, steps, config, chip)
-        tile, placed = _bank_aware(budget, inputs, out, cdt, steps, chip,
-                                   _tuned(budget.tile(chip, 0), config, chip),
-                                   shrink=config.tile is None)
+        tile, placed = _tuned(budget.tile(chip, 0), config, chip), ()
+        if config.bank_gaps is not False:
+            tile, placed = _bank_aware(budget, inputs, out, cdt, steps, chip, tile,
+                                       shrink=config.tile is None)
         block_dim, per_core = split_cores(out.size, chip, out.itemsize, config.block_dim)
         return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, tile=tile,
                                                        inputs=inputs, gaps=placed, **base))
@@ -239,8 +240,8 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
     tiling = _whole_rows(inputs, out, cdt, steps, config, chip) \
         or _row_segments(in_descs, out, cdt, steps, config, chip)
     budget = _budget(tiling["inputs"], out, cdt, steps, config, chip)
-    placed = _bank_gaps(budget, tiling["inputs"], out, cdt, steps, chip, tiling["row_pad"],
-                        tiling["tile"]) or ()
+    placed = config.bank_gaps is not False and _bank_gaps(
+        budget, tiling["inputs"], out, cdt, steps, chip, tiling["row_pad"], tiling["tile"]) or ()
     return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, rows=True, **tiling,
                                                    gaps=placed, **base))
 
