@@ -168,17 +168,18 @@ def _placement(named: dict, buffer_num: int, chip: ChipSpec, room: int,
                widen: bool) -> tuple:
     """Gaps before the kernel's buffers (ub_place.py) when they fit in `room`: y a bank
     stretch after x's slots (else half a bank-group cycle from them), the converted x (work)
-    half a cycle from the slots it is read from, the scratch x is squared into (aux) half a
-    cycle from x, the parameter vectors half a cycle from y (y = y * scale, y + bias)."""
+    half a cycle from the slots it is read from, the scratch written from x and read back
+    into it (aux: x - max, x - mean) half a cycle from x, the parameter vectors half a cycle
+    from y (y = y * scale, y + bias)."""
     queued = ("in_slot", "out_slot", "stat_slot")
     present = [k for k in ORDER if named[k]]
     index = {k: i for i, k in enumerate(present)}
     x = "work" if widen and "work" in index else "in_slot"
-    relations = {"out_slot": ("in_slot", "in_slot"), "work": ("in_slot", None),
-                 "aux": (x, None), "params": ("out_slot", None)}
+    relations = {"out_slot": ("in_slot", "in_slot"), "work": ("in_slot", ""),
+                 "aux": (x, ""), "params": ("out_slot", "")}
     wants = []
     for k in present:
-        against, apart = relations.get(k, (None, None))
+        against, apart = relations.get(k, ("", ""))
         wants.append(Want(round_up(named[k], chip.block_bytes) * (buffer_num if k in queued
                                                                  else 1),
                           index.get(against), index.get(apart)))
