@@ -38,6 +38,7 @@ class AxisOp:
     has_y = True              # an output of x's shape
     stat_outputs: tuple = ()  # (statistic, dtype; None = x's dtype) written once per unit
     empty: tuple = ()         # the stat outputs of an empty reduction
+    aux_for_banks = False     # the scratch also on a chip with UB banks (out-of-place updates)
 
     def needs_aux(self, layout: str) -> bool:
         """Whether the op needs a tile-sized float scratch in this layout."""

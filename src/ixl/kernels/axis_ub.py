@@ -145,7 +145,8 @@ def ub_plan(op, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buff
         out_slot=span * s_isz if op.has_y else 0,
         stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,
         work=span * c_isz if widen or fusion.prologue else 0,
-        aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
+        aux=elems * c_isz if op.needs_aux(layout) or (op.aux_for_banks and chip.ub_bank_groups)
+        else 0, red=red,
         stats=slots * cap * c_isz, bc=round_up(rows, per_rep) * blk * c_isz if row else 0,
         params=params * pitch * c_isz, bodies=bodies * body_stride * c_isz,
         scalars=len(fusion.scalars) * chip.block_bytes)

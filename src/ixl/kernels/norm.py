@@ -49,8 +49,11 @@ class Softmax(AxisOp):
     stats = 2
     pad = -np.inf
 
+    aux_for_banks = True          # x - max goes beside x: no instruction reads and writes
+    #                               one bank (a chip without published banks works in place)
+
     def needs_aux(self, layout):
-        return True     # x - max goes beside x, so no instruction reads and writes one bank
+        return layout == "column"      # the column reduction must not overwrite x
 
     def first(self, tile, x, st, n):
         m, s = st
@@ -65,8 +68,13 @@ class Softmax(AxisOp):
         asc.reciprocal(st[1], st[1], tile.nstat)
 
     def prepare(self, tile, x, st):
-        """x = exp(x - max) through aux: in place, each repeat would read and write the same
-        banks [BANK2]. aux's pad lanes hold -inf, as x's do, so x's become exp(-inf) = 0."""
+        """x = exp(x - max), through aux on a chip with UB banks: in place, each repeat would
+        read and write the same banks [BANK2]. aux's pad lanes hold -inf, as x's do, so x's
+        become exp(-inf) = 0."""
+        if not tile.kernel.chip.ub_bank_groups:
+            tile.apply(asc.sub, x, x, st[0])
+            asc.exp(x, x, tile.size)
+            return
         tile.fill_pads(tile.aux, self.pad, tile.count)
         tile.apply(asc.sub, tile.aux, x, st[0])
         asc.exp(x, tile.aux, tile.size)
