@@ -65,12 +65,14 @@ class Workload:
 
 def add_workload(name: str, measured_us: float, *, cores: int, chunk_bytes: int,
                  buffer_num: int) -> Workload:
-    """The native Add kernel with the variant's core count, chunk per copy and buffering."""
+    """The native Add kernel with the variant's core count, chunk per copy and buffering, its
+    queues back to back as the sample's InitBuffer calls place them (no bank gaps)."""
     side = ((ADD_SIDE, ADD_SIDE), "float16")
     entry = REGISTRY.native("Add")
     assert entry is not None        # Add is one of the library's native kernels
     return Workload(name, measured_us, entry, (side, side), (side,),
-                    TuningConfig(block_dim=cores, tile=chunk_bytes // 2, buffer_num=buffer_num))
+                    TuningConfig(block_dim=cores, tile=chunk_bytes // 2, buffer_num=buffer_num,
+                                 bank_gaps=False))
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,9 @@ def test_modeled_time_of_fused_residual_layer_norm():
     for t in feeds.values():
         t.free()
     dev.close()
-    assert times[True] < 0.7 * times[False]
+    # 0.709 (0.697 before the templates placed their buffers bank-aware: the separate Add
+    # lost its bank conflicts, the fused kernel's in-place updates of x keep theirs)
+    assert times[True] < 0.72 * times[False]
     light = speed_of_light_us("910B1", 2 * n * n * 2 + 2 * n * 2, n * n * 2)
     # 0.58 of the speed of light: the template's UB buffers meet in bank groups and banks (a
     # third of its vector cycles, ascend/ubbanks.py), the cores read scale and bias at the

@@ -73,3 +73,39 @@ def test_the_profile_reports_the_conflict_ratio_in_msprof_words():
         v["aiv_vec_bankgroup_cflt_ratio"] + v["aiv_vec_bank_cflt_ratio"], abs=2e-4)
     a.free()
     dev.close()
+
+
+def _add_on_one_core(bank_gaps: bool):
+    """Add of 1024 x 1024 float16 on one core, single buffered (moves and compute in turn, so
+    the vector unit's cycles show): (modeled us, metrics, diagnosis)."""
+    dev = ixl.device("910B1", timing_only=True)
+    a = dev.empty((1024, 1024), "float16")
+    dev.run("Add", a, a, config={"block_dim": 1, "buffer_num": 1,
+                                 "bank_gaps": bank_gaps}).free()
+    launch = dev.last_profile.launch
+    m = launch_metrics(launch)
+    a.free()
+    dev.close()
+    return launch.time_us, m.values, m.diagnosis
+
+
+def test_the_elementwise_template_places_its_buffers_apart_from_bank_conflicts():
+    """kernels/ub_place.py: the second input's queue half a bank-group cycle on, the output a
+    bank stretch away; back to back (as consecutive InitBuffer calls place them) the two
+    inputs share bank groups in every repeat, and the diagnosis says so."""
+    placed_us, placed, placed_diag = _add_on_one_core(True)
+    packed_us, packed, packed_diag = _add_on_one_core(False)
+    assert placed["aiv_vec_total_cflt_ratio"] == 0.0 and "bank conflicts" not in placed_diag
+    assert packed["aiv_vec_bankgroup_cflt_ratio"] > 0.3 and "UB bank conflicts" in packed_diag
+    assert placed_us < packed_us
+
+
+def test_a_placement_with_no_room_for_gaps_has_none():
+    from ixl.kernels.ub_place import Want, gaps, staggered
+    chip = get_chip("910B1")
+    wants = [Want(16 * KB), Want(16 * KB, against=0), Want(16 * KB, against=1, apart=0)]
+    assert gaps(wants, chip, 192 * KB) == (0, 256, 64 * KB - 32 * KB - 256)
+    assert gaps(wants, chip, 48 * KB + 512) == (0, 256, 256)     # no room for the stretch
+    assert gaps(wants, chip, 48 * KB) is None                     # nor for the half cycle
+    assert gaps(wants, get_chip("310P3"), 48 * KB) == (0, 0, 0)   # banks not published
+    assert staggered(8192, 2, chip) * 2 % 512 == 256

@@ -88,5 +88,7 @@ def test_tile_follows_the_chip_not_the_code():
     tiling = REGISTRY.native("Add").tiling
     t910 = tiling([desc, desc], [desc], {}, get_chip("910B1"), None).tiling.tile
     t310 = tiling([desc, desc], [desc], {}, get_chip("310P3"), None).tiling.tile
-    assert t910 == 196608 // (2 * 3 * 2) // 128 * 128
+    # the 910B1's largest tile gives up a 512-byte GM step so the second input's queue can
+    # start half a bank-group cycle on (kernels/ub_place.py); the 310P3's banks are unknown
+    assert t910 == (196608 // (2 * 3 * 2) - 1) // 256 * 256
     assert t310 == 262144 // (2 * 3 * 2) // 128 * 128

@@ -44,8 +44,8 @@ def test_launch_validates_and_records_the_config(dev):
     with pytest.raises(InvalidTuningConfig, match="bufer_num"):
         dev.run("Relu", x, config={"bufer_num": 2})
     with pytest.raises(InvalidTuningConfig, match="elementwise kernels take the tuning fields "
-                                                  "buffer_num, tile, tile_div, block_dim; not "
-                                                  "accumulate"):
+                                                  "buffer_num, tile, tile_div, block_dim, "
+                                                  "bank_gaps; not accumulate"):
         dev.run("Relu", x, config={"accumulate": "float16"})
     with pytest.raises(InvalidTuningConfig, match="axis kernels take the tuning fields "
                                                   "buffer_num, tile_div, block_dim, accumulate; "

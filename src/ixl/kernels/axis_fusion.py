@@ -76,8 +76,8 @@ class FusedAxisKernel(AxisKernel):
         scalars read and spread once per block; the programs resolved."""
         fusion = self.fusion
         counts = fusion.buffers(self.widen)
-        bodies = self._buf(self.ub.bodies)
-        tiles = iter([bodies[k * self.span] for k in range(sum(counts))])
+        bodies = self._alloc("bodies")
+        tiles = iter([bodies[k * self.ub.body_stride] for k in range(sum(counts))])
         self.converted, self.results, self.temps, consts = (
             [next(tiles) for _ in range(c)] for c in counts)
         values = read_scalars(self.pipe, self.chip, {i: inputs[i] for i in fusion.scalars})
@@ -109,7 +109,7 @@ class FusedAxisKernel(AxisKernel):
         slot = self.in_q.deque()
         values = list(self.base)
         for k, i in enumerate(self.fusion.tiles):
-            values[i] = slot[k * self.span]
+            values[i] = slot[k * self.ub.in_stride]
             if self.widen:
                 convert(self.converted[k], values[i], tile.size)
                 values[i] = self.converted[k]

@@ -24,6 +24,7 @@ from .axis_layout import LAYOUTS, Segment, Tile, folded_offsets, outer_offset
 from .axis_plan import AxisTiling, param_region
 from .axis_ub import PLAIN, STAT_ITEMSIZE, Fusion, ub_plan
 from .ub import convert, copy_rows, fill
+from .ub_place import pad
 
 if TYPE_CHECKING:
     from ..ascend.lang import LocalTensor
@@ -41,6 +42,7 @@ class AxisOp:
     has_y = True              # an output of x's shape
     stat_outputs: tuple = ()  # (statistic, dtype; None = x's dtype) written once per unit
     empty: tuple = ()         # the stat outputs of an empty reduction
+    aux_for_banks = False     # the scratch also on a chip with UB banks (out-of-place updates)
 
     def needs_aux(self, layout: str) -> bool:
         """Whether the op needs a tile-sized float scratch in this layout."""
@@ -123,15 +125,17 @@ class AxisKernel:
         self.step = max(self.blk, self.chip.block_elems(self.sdt.itemsize))
         self.ub = ub = ub_plan(op, tiling.layout, tiling.rows, tiling.pitch, self.sdt.itemsize,
                                self.cdt.itemsize, tiling.config.buffers, tiling.params,
-                               not tiling.resident, self.chip, fusion)
+                               not tiling.resident, self.chip, fusion,
+                               self.chip.ub_bytes // tiling.config.divisor)
         self.span = fusion.span(tiling.rows * tiling.pitch, self.chip)
         self.pipe = asc.TPipe()
-        self.in_q = self._queue(asc.TPosition.VECIN, ub.in_slot)
-        self.out_q = self._queue(asc.TPosition.VECOUT, ub.out_slot)
-        self.stats_out = StatOutputs(op, self._queue(asc.TPosition.VECOUT, ub.stat_slot),
+        self.in_q = self._alloc("in_slot", asc.TPosition.VECIN)
+        self.out_q = self._alloc("out_slot", asc.TPosition.VECOUT)
+        self.stats_out = StatOutputs(op, self._alloc("stat_slot", asc.TPosition.VECOUT),
                                      stat_outs, self.sdt, ub.cap)
         self.work, self.aux, red0, red1, stats, self.bc, par = (
-            self._buf(n) for n in (ub.work, ub.aux, *ub.red, ub.stats, ub.bc, ub.params))
+            self._alloc(name) for name in ("work", "aux", "red0", "red1", "stats", "bc",
+                                           "params"))
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
@@ -140,19 +144,16 @@ class AxisKernel:
             self.param_tensors[i] = par[j * tiling.pitch]
         self._held = None
 
-    def _queue(self, position, nbytes):
+    def _alloc(self, name: str, position=None):
+        """The plan's buffer `name` after its gap: a queue at `position`, else scratch in the
+        compute dtype; None when it has no bytes."""
+        nbytes = self.ub.named()[name]
         if not nbytes:
             return None
-        q = asc.TQue(position)
-        self.pipe.init_buffer(q, self.tiling.config.buffers, nbytes)
-        return q
-
-    def _buf(self, nbytes):
-        if not nbytes:
-            return None
-        b = asc.TBuf()
-        self.pipe.init_buffer(b, nbytes)
-        return b.get(self.cdt)
+        pad(self.pipe, self.ub.gap(name))
+        target = asc.TQue(position) if position else asc.TBuf()
+        self.pipe.init_buffer(target, self.tiling.config.buffers if position else 1, nbytes)
+        return target.get(self.cdt) if isinstance(target, asc.TBuf) else target
 
     # ---- the unit loop ----
     def process(self) -> None:
@@ -221,8 +222,8 @@ class AxisKernel:
         row's last block with the op's identity (row layout)."""
         slot = self.in_q.alloc_tensor(self.sdt)
         for k, src in enumerate(self.xs):
-            copy_rows(slot[k * self.span], src[seg.offset], seg.rows, seg.count, seg.gm_pitch,
-                      tile.pitch, self.layout.copy_pad(self.op))
+            copy_rows(slot[k * self.ub.in_stride], src[seg.offset], seg.rows, seg.count,
+                      seg.gm_pitch, tile.pitch, self.layout.copy_pad(self.op))
         self.in_q.enque(slot)
 
     def load(self, tile: Tile, seg: Segment) -> LocalTensor:

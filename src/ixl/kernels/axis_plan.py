@@ -136,7 +136,7 @@ def plan(op: AxisOp, x: TensorDesc, axes: Iterable[int], chip: ChipSpec,
 
     def ub(layout, rows, pitch, streaming):
         return ub_plan(op, layout, rows, pitch, s_isz, c_isz, config.buffers, params,
-                       streaming, chip, fusion)
+                       streaming, chip, fusion, chip.ub_bytes // config.divisor)
 
     def budget(layout, rows, pitch, streaming):
         return config.divisor * ub(layout, rows, pitch, streaming).total

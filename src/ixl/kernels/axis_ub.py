@@ -6,11 +6,12 @@ which the host tiling sizes tiles by and the kernel allocates exactly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..ascend.chips import ChipSpec
 from ..intmath import ceil_div, round_up
+from .ub_place import Want, gaps, staggered
 
 if TYPE_CHECKING:
     from .axis_kernel import AxisOp
@@ -100,9 +101,22 @@ class UbPlan:
     params: int
     bodies: int              # a fusion's compute-dtype tiles (Fusion.buffers, in order)
     scalars: int             # a fusion's scalar inputs, one block each
+    in_stride: int           # elements from one tiled input to the next in an input slot
+    body_stride: int         # elements from one body tile to the next (ub_place.staggered)
     cap: int                 # elements per statistics slot
     slots: int
     total: int
+    gaps: tuple = ()         # (buffer, UB bytes left before it): the bank-aware placement
+
+    def gap(self, name: str) -> int:
+        return dict(self.gaps).get(name, 0)
+
+    def named(self) -> dict:
+        """Bytes of each buffer by its name in ORDER (the reductions' two as red0, red1)."""
+        return {"in_slot": self.in_slot, "out_slot": self.out_slot,
+                "stat_slot": self.stat_slot, "work": self.work, "aux": self.aux,
+                "red0": self.red[0], "red1": self.red[1], "stats": self.stats, "bc": self.bc,
+                "params": self.params, "bodies": self.bodies, "scalars": self.scalars}
 
     @property
     def out_queues(self) -> int:
@@ -111,7 +125,11 @@ class UbPlan:
 
 
 def ub_plan(op: AxisOp, layout: str, rows: int, pitch: int, s_isz: int, c_isz: int, buffer_num: int,
-            params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN) -> UbPlan:
+            params: int, streaming: bool, chip: ChipSpec, fusion: Fusion = PLAIN,
+            room: int | None = None) -> UbPlan:
+    """Every buffer's bytes, and the gaps that place them bank-aware within `room` (UB by
+    default; the tiling's share of it under a tile_div)."""
+    room = chip.ub_bytes if room is None else room
     elems = rows * pitch
     span = fusion.span(elems, chip)
     widen = s_isz != c_isz
@@ -123,18 +141,52 @@ def ub_plan(op: AxisOp, layout: str, rows: int, pitch: int, s_isz: int, c_isz: i
     slots = 2 * op.stats + 1 if streaming else op.stats
     red = (rows * max(ceil_div(pitch, blk), lanes) * c_isz,
            rows * max(ceil_div(pitch, blk * blk), lanes) * c_isz) if row else (0, 0)
+    tiled, bodies = len(fusion.tiles) or 1, sum(fusion.buffers(widen))
+    in_stride = staggered(span, s_isz, chip) if tiled > 1 else span
+    body_stride = staggered(span, c_isz, chip) if bodies > 1 else span
     sizes: dict[str, Any] = dict(
-        in_slot=(len(fusion.tiles) or 1) * span * s_isz,
+        in_slot=tiled * in_stride * s_isz,
         out_slot=span * s_isz if op.has_y else 0,
         stat_slot=len(op.stat_outputs) * cap * STAT_ITEMSIZE,
         work=span * c_isz if widen or fusion.prologue else 0,
-        aux=elems * c_isz if op.needs_aux(layout) else 0, red=red,
+        aux=elems * c_isz if op.needs_aux(layout) or (op.aux_for_banks and chip.ub_bank_groups)
+        else 0, red=red,
         stats=slots * cap * c_isz, bc=round_up(rows, per_rep) * blk * c_isz if row else 0,
-        params=params * pitch * c_isz, bodies=sum(fusion.buffers(widen)) * span * c_isz,
+        params=params * pitch * c_isz, bodies=bodies * body_stride * c_isz,
         scalars=len(fusion.scalars) * chip.block_bytes)
     block = chip.block_bytes
     queued = sum(round_up(sizes[k], block) for k in ("in_slot", "out_slot", "stat_slot"))
     single = sum(round_up(sizes[k], block)
                  for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
     total = queued * buffer_num + single + sum(round_up(r, block) for r in red)
-    return UbPlan(**sizes, cap=cap, slots=slots, total=total)
+    plan = UbPlan(**sizes, in_stride=in_stride, body_stride=body_stride, cap=cap, slots=slots,
+                  total=total)
+    placed = _placement(plan.named(), buffer_num, chip, room, widen)
+    return replace(plan, total=total + sum(n for _, n in placed), gaps=placed)
+
+
+ORDER = ("in_slot", "out_slot", "stat_slot", "work", "aux", "red0", "red1", "stats", "bc",
+         "params", "bodies", "scalars")       # the kernel's allocation order
+
+
+def _placement(named: dict, buffer_num: int, chip: ChipSpec, room: int,
+               widen: bool) -> tuple:
+    """Gaps before the kernel's buffers (ub_place.py) when they fit in `room`: y a bank
+    stretch after x's slots (else half a bank-group cycle from them), the converted x (work)
+    half a cycle from the slots it is read from, the scratch written from x and read back
+    into it (aux: x - max, x - mean) half a cycle from x, the parameter vectors half a cycle
+    from y (y = y * scale, y + bias)."""
+    queued = ("in_slot", "out_slot", "stat_slot")
+    present = [k for k in ORDER if named[k]]
+    index = {k: i for i, k in enumerate(present)}
+    x = "work" if widen and "work" in index else "in_slot"
+    relations = {"out_slot": ("in_slot", "in_slot"), "work": ("in_slot", ""),
+                 "aux": (x, ""), "params": ("out_slot", "")}
+    wants = []
+    for k in present:
+        against, apart = relations.get(k, ("", ""))
+        wants.append(Want(round_up(named[k], chip.block_bytes) * (buffer_num if k in queued
+                                                                 else 1),
+                          index.get(against), index.get(apart)))
+    found = gaps(wants, chip, room)
+    return tuple((k, n) for k, n in zip(present, found or ()) if n)

@@ -19,6 +19,7 @@ class (init, process, copy_in, compute, copy_out) and the kernel entry.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -36,9 +37,10 @@ from .broadcast import InputPlan
 from .program import BodyArgs, Step, resolve_program, scalar_inputs
 from .tiling import Tiling, largest_fit, split_cores, split_units, tile_elements
 from .ub import copy, read_scalars, spread
+from .ub_place import Want, gaps, pad
 from .wide_casts import WideScratch, convert_in, convert_out, needs_wide
 
-TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim")
+TUNING_FIELDS = ("buffer_num", "tile", "tile_div", "block_dim", "bank_gaps")
 BOOL, F16, I32 = np.dtype(np.bool_), np.dtype(np.float16), np.dtype(np.int32)
 
 
@@ -59,6 +61,7 @@ class ElementwiseTiling(Tiling):
     row_pad: int = 0       # elements per UB row (the segment padded to 32 bytes)
     segment: int = 0       # row layout: elements of the last dim per UB row
     out_round: str = "CAST_RINT"
+    gaps: tuple[int, ...] = ()   # UB bytes left before each placed buffer (`_placed`)
 
 
 # ---------------------------------------------------------------- host tiling
@@ -168,6 +171,53 @@ def _tuned(tile: int, config: TuningConfig, chip: ChipSpec) -> int:
     return tile
 
 
+def _placed(inputs, out_dtype: str, cdt: str, steps, buffers: int, cap: int) -> list[Want]:
+    """The buffers the kernel places, in its allocation order (ub_place.py): each streamed
+    input's queue half a bank-group cycle from the one before, so a binary instruction's
+    sources meet in no bank group; the output queue a bank stretch after the first input's
+    when UB has room (else half a cycle from the last input's); then the compute-dtype scratch
+    (converted inputs, step results, temporaries, the bool stage), each half a cycle from the
+    one before."""
+    c_isz = to_numpy(cdt).itemsize
+    block = 32
+    queued = [p for p in inputs if not (p.scalar or p.once)]
+    wants = [Want(buffers * round_up(cap * to_numpy(p.dtype).itemsize, block),
+                  k - 1 if k else None) for k, p in enumerate(queued)]
+    wants.append(Want(buffers * round_up(cap * to_numpy(out_dtype).itemsize, block),
+                      len(wants) - 1 if wants else None, 0 if wants else None))
+    converted = sum(1 for p in queued if p.dtype != cdt)
+    many = len(steps) > 1 or out_dtype != cdt
+    scratch = converted + len(steps) * many + max(s.body.temps for s in steps) \
+        + (_zero_one(out_dtype, steps) and cdt != "float16")
+    wants += [Want(round_up(cap * c_isz, block), len(wants) + j - 1) for j in range(scratch)]
+    return wants
+
+
+def _bank_gaps(budget: _Budget, inputs, out: TensorDesc, cdt: str, steps, chip: ChipSpec,
+               pad: int, tile: int) -> tuple[int, ...] | None:
+    """The gaps before the placed buffers of a tile (`tile` elements, or rows of `pad`), within
+    what the budget leaves of UB; None when they do not fit."""
+    cap = tile * pad + chip.lanes(2) if pad else tile
+    wants = _placed(inputs, out.dtype, cdt, steps, budget.buffer_num, cap)
+    rest = budget.bytes(chip, pad, tile * pad if pad else tile) - sum(w.nbytes for w in wants)
+    return gaps(wants, chip, chip.ub_bytes - rest)
+
+
+def _bank_aware(budget: _Budget, inputs, out: TensorDesc, cdt: str, steps, chip: ChipSpec,
+                tile: int, shrink: bool) -> tuple[int, tuple[int, ...]]:
+    """A flat tile and its gaps: the largest tile (`shrink`) gives up what the gaps need, in
+    steps that keep every tile's GM bursts on the 512-byte grid [MEMOPT][BANK2]; a tile the
+    config names keeps its size, with gaps when they fit."""
+    found = _bank_gaps(budget, inputs, out, cdt, steps, chip, 0, tile)
+    if found is not None or not shrink:
+        return tile, found or ()
+    itemsizes = [to_numpy(p.dtype).itemsize for p in inputs if not (p.scalar or p.once)]
+    step = math.lcm(chip.lanes(2), chip.gm_alloc_align // min(itemsizes + [out.itemsize]))
+    smaller = (tile - 1) // step * step
+    found = _bank_gaps(budget, inputs, out, cdt, steps, chip, 0, smaller) if smaller else None
+    return (smaller, found) if found is not None else (tile, ())
+
+
 def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...],
          config: TuningConfig | None = None, out_round: str = "CAST_RINT") -> LaunchPlan:
     """Host tiling for a program of steps: the layout, the tile from UB (R11), the cores."""
@@ -179,17 +229,24 @@ def plan(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...
                                 out_round=out_round)
     if not rows:
         budget = _budget(inputs, out, cdt, steps, config, chip)
+        placed: tuple[int, ...] = ()
         tile = _tuned(budget.tile(chip, 0), config, chip)
+        if config.bank_gaps is not False:
+            tile, placed = _bank_aware(budget, inputs, out, cdt, steps, chip, tile,
+                                       shrink=config.tile is None)
         block_dim, per_core = split_cores(out.size, chip, out.itemsize, config.block_dim)
         return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, tile=tile,
-                                                       inputs=inputs, **base))
+                                                       inputs=inputs, gaps=placed, **base))
     n_last = out.shape[-1]
     n_rows = out.size // n_last if n_last else 0
     block_dim, per_core = split_units(n_rows, chip, config.block_dim)
     tiling = _whole_rows(inputs, out, cdt, steps, config, chip) \
         or _row_segments(in_descs, out, cdt, steps, config, chip)
+    budget = _budget(tiling["inputs"], out, cdt, steps, config, chip)
+    placed = config.bank_gaps is not False and _bank_gaps(
+        budget, tiling["inputs"], out, cdt, steps, chip, tiling["row_pad"], tiling["tile"]) or ()
     return LaunchPlan(block_dim, ElementwiseTiling(per_core=per_core, rows=True, **tiling,
-                                                   **base))
+                                                   gaps=placed, **base))
 
 
 def plan_given_rows(in_descs: list, out: TensorDesc, chip: ChipSpec, steps: tuple[Step, ...],
@@ -277,14 +334,17 @@ class ElementwiseKernel:
         self.cdt = to_numpy(tiling.compute_dtype)
         self.lanes = ctx.chip.lanes(2)      # float16 lanes: the tile's rounding unit
         self.pipe = asc.TPipe()
+        self.gaps = iter(tiling.gaps)      # the host's bank-aware placement (_placed)
         cap = self.capacity
         buffers = tiling.config.buffers
         self.queues = {}
         for i, p in enumerate(tiling.inputs):
             if not (p.scalar or p.once):
                 self.queues[i] = asc.TQue(asc.TPosition.VECIN)
+                pad(self.pipe, next(self.gaps, 0))
                 self.pipe.init_buffer(self.queues[i], buffers, cap * to_numpy(p.dtype).itemsize)
         self.out_q = asc.TQue(asc.TPosition.VECOUT)
+        pad(self.pipe, next(self.gaps, 0))
         self.pipe.init_buffer(self.out_q, buffers, cap * to_numpy(tiling.out_dtype).itemsize)
         self.converted = {i: self._scratch(cap) for i, p in enumerate(tiling.inputs)
                           if i in self.queues and to_numpy(p.dtype) != self.cdt}
@@ -408,6 +468,8 @@ class ElementwiseKernel:
         asc.cast(y.reinterpret(np.uint8), result, asc.RoundMode.CAST_NONE, count)
 
     def _scratch(self, count: int) -> asc.LocalTensor:
+        """A compute-dtype buffer; the placed ones (until the gaps run out) after their gap."""
+        pad(self.pipe, next(self.gaps, 0))
         buf = asc.TBuf()
         self.pipe.init_buffer(buf, count * self.cdt.itemsize)
         return buf.get(self.cdt)

@@ -53,6 +53,9 @@ class Softmax(AxisOp):
     stats = 2
     pad = -np.inf
 
+    aux_for_banks = True          # x - max goes beside x: no instruction reads and writes
+    #                               one bank (a chip without published banks works in place)
+
     def needs_aux(self, layout: str) -> bool:
         return layout == "column"      # the column reduction must not overwrite x
 
@@ -60,8 +63,7 @@ class Softmax(AxisOp):
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
-        tile.apply(asc.sub, x, x, m)
-        asc.exp(x, x, tile.size)
+        self.prepare(tile, x, st)
         tile.reduce("sum", x, s)
 
     merge = staticmethod(_online_merge)
@@ -70,8 +72,16 @@ class Softmax(AxisOp):
         asc.reciprocal(st[1], st[1], tile.nstat)
 
     def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
-        tile.apply(asc.sub, x, x, st[0])
-        asc.exp(x, x, tile.size)
+        """x = exp(x - max), through aux on a chip with UB banks: in place, each repeat would
+        read and write the same banks [BANK2]. aux's pad lanes hold -inf, as x's do, so x's
+        become exp(-inf) = 0."""
+        if not tile.kernel.chip.ub_bank_groups:
+            tile.apply(asc.sub, x, x, st[0])
+            asc.exp(x, x, tile.size)
+            return
+        tile.fill_pads(tile.aux, self.pad, tile.count)
+        tile.apply(asc.sub, tile.aux, x, st[0])
+        asc.exp(x, tile.aux, tile.size)
 
     def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
         tile.apply(asc.mul, y, x, st[1])
@@ -124,9 +134,9 @@ class LayerNorm(AxisOp):
         mean, m2 = st
         tile.reduce("sum", x, mean)
         asc.muls(mean, mean, 1.0 / n, tile.nstat)
-        tile.apply(asc.sub, x, x, mean)
-        asc.mul(tile.aux, x, x, tile.size)
-        tile.reduce("sum", tile.aux, m2, keep=False)
+        self.prepare(tile, x, st)
+        asc.mul(x, tile.aux, tile.aux, tile.size)
+        tile.reduce("sum", x, m2, keep=False)
 
     def merge(self, tile: Tile, acc: list, seg: list, tmp: asc.LocalTensor, n_acc: int,
               n_seg: int) -> None:
@@ -145,10 +155,13 @@ class LayerNorm(AxisOp):
         _inv_rms(tile, st[1], n)
 
     def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
-        tile.apply(asc.sub, x, x, st[0])
+        """aux = x - mean (x is then free for the squares): in place, each repeat would read
+        and write the same banks [BANK2]. aux's pad lanes hold 0, the sum's identity."""
+        tile.fill_pads(tile.aux, 0.0, tile.count)
+        tile.apply(asc.sub, tile.aux, x, st[0])
 
     def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
-        tile.apply(asc.mul, y, x, st[1])
+        tile.apply(asc.mul, y, tile.aux, st[1])
         scale, bias = tile.params
         if scale is not None:
             tile.scale(asc.mul, y, y, scale)

@@ -63,6 +63,8 @@ class TuningConfig:
     step_k: int | None = None       # base_k steps per L1 chunk of A and B
     l0_buffers: int | None = None   # L0A / L0B slots: 1 single, 2 double buffering
     hf32: bool | None = None        # float32 products as HF32 (2x the rate, 11-bit mantissas)
+    bank_gaps: bool | None = None   # UB buffers placed apart from bank conflicts (False: back
+    #                                 to back, as consecutive InitBuffer calls place them)
 
     def __post_init__(self) -> None:
         for name in ("buffer_num", "tile", "tile_div", "block_dim", "base_m", "base_n",
@@ -75,9 +77,11 @@ class TuningConfig:
         if self.tile is not None and self.tile_div is not None:
             raise InvalidTuningConfig("give tile or tile_div, not both (tile_div divides the "
                                       "largest tile that fits; tile sets it)")
-        if self.hf32 is not None and not isinstance(self.hf32, bool):
-            raise InvalidTuningConfig(f"tuning field hf32 must be true or false, got "
-                                      f"{self.hf32!r}")
+        for name in ("hf32", "bank_gaps"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise InvalidTuningConfig(f"tuning field {name} must be true or false, got "
+                                          f"{value!r}")
         if self.l0_buffers is not None and self.l0_buffers > 2:
             raise InvalidTuningConfig(f"tuning field l0_buffers must be 1 or 2 (single or "
                                       f"double buffering of L0A and L0B), got {self.l0_buffers}")
