@@ -29,7 +29,8 @@ from ..executor.options import run_from_args
 from ..hixl import ArgSpec, BadInput, get_op
 from ..hixl.dtypes import name_of
 from ..nixl import REGISTRY, Graph, GraphRecord, tuning_cache
-from ..onnx.passes import propagate
+from ..nixl.graph import Node
+from ..onnx.passes import Known, propagate
 from ..profile.timing_task import TimingCase
 from .minilm import DTYPES as MINILM_DTYPES
 from .minilm import MiniLM
@@ -101,15 +102,21 @@ def launch_cases(runs: list[tuple[GraphRecord, Graph, dict[str, ArgSpec]]], chip
             if run.path != "native":
                 continue
             node = nodes[run.nodes[0]]
-            schema = get_op(node.op)
-            inputs = tuple(None if not n else schema.spec_of(role, known.values[n])
-                           if n in known.values else known.specs[n]      # a host input's value
-                           for n, role in zip(node.inputs, schema.input_names(len(node.inputs))))
-            case = OpCase(run.op, inputs, tuple(sorted(run.attrs.items())), 1)
+            case = OpCase(run.op, _input_specs(node, known), tuple(sorted(run.attrs.items())),
+                          1)
             key = case.timing(chip, DEFAULT).id          # attribute values may be lists
             cases[key] = replace(case, launches=cases[key].launches + 1) if key in cases \
                 else case
     return list(cases.values())
+
+
+def _input_specs(node: Node, known: Known) -> tuple[ArgSpec | None, ...]:
+    """A node's input specs; a value the walk knows (a host input: a Slice's starts) rides in
+    its spec, as a launch reads it."""
+    schema = get_op(node.op)
+    return tuple(None if not name else schema.spec_of(role, known.values[name])
+                 if name in known.values else known.specs[name]
+                 for name, role in zip(node.inputs, schema.input_names(len(node.inputs))))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..hixl import ArgSpec, get_op, to_numpy
 from ..nixl import Graph
-from ..nixl.control import BRANCHES, GraphBranch
+from ..nixl.control import BRANCHES, runs_as_graphs
 from ..nixl.graph import Node
 from .graphs import inline
 
@@ -26,8 +26,7 @@ MAX_OUTPUT_BYTES = 64 * 1024
 
 
 def _selectable(node: Node, specs: dict[str, ArgSpec]) -> bool:
-    if node.op != "If" or not all(isinstance(node.attrs.get(b), GraphBranch)
-                                  for b in BRANCHES):
+    if not runs_as_graphs(node):
         return False
     bodies = [node.attrs[b].graph for b in BRANCHES]
     ops = [n.op for body in bodies for n in body.nodes]
@@ -46,12 +45,13 @@ def _selectable(node: Node, specs: dict[str, ArgSpec]) -> bool:
 def if_to_select(graph: Graph, specs: dict[str, ArgSpec]) -> Graph:
     """`graph` with each If that qualifies (see the module) replaced by both its branches,
     inlined under `<If>/then/` and `<If>/else/`, and a Where per output."""
-    if not any(_selectable(node, specs) for node in graph.nodes):
+    chosen = [_selectable(node, specs) for node in graph.nodes]
+    if not any(chosen):
         return graph
     out = Graph(list(graph.inputs), list(graph.outputs), [], dict(graph.constants),
                 graph.donated)
-    for node in graph.nodes:
-        if not _selectable(node, specs):
+    for node, select in zip(graph.nodes, chosen):
+        if not select:
             out.nodes.append(node)
             continue
         taken = []

@@ -6,14 +6,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ..hixl import to_numpy
+
 if TYPE_CHECKING:
     from ..hixl import ArgSpec
     from ..nixl import Device
     from ..nixl.record import RunRecord
-
-import numpy as np
-
-from ..hixl import to_numpy
+    from ..nixl.tensor import DeviceTensor
 
 
 @dataclass(frozen=True)
@@ -43,15 +44,21 @@ def summarize(records: Iterable[RunRecord]) -> StreamSummary:
                          sum(launch.launch_us for launch in launches))
 
 
+def _input(dev: Device, spec: ArgSpec, name: str) -> DeviceTensor:
+    """An uninitialised tensor, or, for a host input (a spec with contents), those contents:
+    the host reads them to size the output."""
+    if spec.value is None:
+        return dev.empty(spec.shape, spec.dtype, name)
+    return dev.tensor(np.reshape(np.asarray(spec.value, to_numpy(spec.dtype)), spec.shape),
+                      name=name)
+
+
 def timing_run(dev: Device, op: str, specs: Sequence[ArgSpec | None], attrs: dict | None = None,
                config: dict | None = None) -> RunRecord:
     """Run `op` on uninitialised device tensors (for a timing-only device): no data is made,
     moved or compared, only the timeline runs. `config` is a tuning configuration (buffer_num,
     tile_div, block_dim), None for the tiling's own choice. Returns the run's record."""
-    inputs = [None if s is None else dev.empty(s.shape, s.dtype, f"{op}.in{i}")
-              if s.value is None else dev.tensor(np.reshape(np.asarray(s.value, to_numpy(
-                  s.dtype)), s.shape), name=f"{op}.in{i}")       # a host input: its contents
-              for i, s in enumerate(specs)]
+    inputs = [None if s is None else _input(dev, s, f"{op}.in{i}") for i, s in enumerate(specs)]
     try:
         outs = dev.run(op, *inputs, config=config, **(attrs or {}))
     finally:
