@@ -75,9 +75,10 @@ def test_fixpipe_into_l1_moves_128_bytes_a_cycle_and_into_gm_through_the_port():
 
 def test_gm_into_l1_shares_the_port_and_the_chips_bandwidth_with_every_core():
     """A mix launch of 8 groups: 24 cores share GM; an AIC's MTE2 into L1 and an AIV's into UB
-    of the same bytes take the same port time."""
+    of as many bytes (each core its own, so none finds another's in L2) take the same port
+    time."""
     h = Harness()
-    x = h.empty((8, 16384), F16, "x")
+    x = h.empty((24, 16384), F16, "x")
 
     def body(core):
         if asc.is_aic():
@@ -88,7 +89,7 @@ def test_gm_into_l1_shares_the_port_and_the_chips_bandwidth_with_every_core():
             q = asc.TQue(P.VECIN)
             pipe.init_buffer(q, 1, 32768)
             t = q.alloc_tensor(F16)
-            asc.data_copy(t, x[(asc.get_block_idx() // 2) * 16384], 16384)
+            asc.data_copy(t, x[(8 + asc.get_block_idx()) * 16384], 16384)
             q.enque(t)
             q.free_tensor(q.deque())
     rec = h.launch(body, block_num=8, kind=asc.KernelType.MIX, debug=False)

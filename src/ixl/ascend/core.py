@@ -28,6 +28,7 @@ from .ubbanks import Operand, conflict_cycles, layout
 if TYPE_CHECKING:
     from .crosscore import CrossCoreWait, FlagBoard
     from .gm import GlobalTensor
+    from .schedule import Runner
 
 _current = threading.local()
 
@@ -152,6 +153,8 @@ class AICore:
         self.cross_core: FlagBoard | None = None   # the launch's flag board (mix kernels)
         self.cross_sets = 0          # cross-core sets this core issued (numbers them)
         self.pending_wait: CrossCoreWait | None = None   # made but not yet yielded
+        self.scheduler: Runner | None = None   # the runner interleaving the launch's cores
+        self.run_rank = 0            # its place in the run order (breaks ties between moves)
         # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
@@ -289,19 +292,26 @@ class AICore:
                 latency: float | None = None, outer: int = 1, outer_pitch: int = 0) -> float:
         """Time one move between GM and the core (MTE2 in, MTE3 out, FIX out of L0C): `outer`
         x `count` rows of `width` bytes of `gm` from byte `offset`, rows `pitch` apart (groups
-        `outer_pitch` apart). L2 says which bytes it serves and which HBM does (l2.py); after
-        the pipe's latency (the MTE latency by default) the move takes the core's GM port and
-        its share of HBM. Returns its cycles (the longer of the two)."""
-        hit, miss, writeback = self.l2.access(gm, offset, count, width, pitch, outer,
-                                              outer_pitch, write)
+        `outer_pitch` apart). The launch's other cores first make their earlier moves (the
+        runner interleaves them in modeled time); then L2 says which bytes it serves and which
+        HBM does (l2.py), and after the pipe's latency (the MTE latency by default) the move
+        takes the core's GM port, longer by what meeting other cores' reads of the same lines
+        costs, and its share of HBM. Returns its cycles (the longer of the two). Call it before
+        the move touches GM's bytes, so they are what the earlier moves left."""
+        start = self.timeline.move_start(pipe)
+        latency = self.mte_latency if latency is None else latency
+        if self.scheduler is not None:
+            self.scheduler.turn(self, start + latency)
+        hit, miss, writeback, met = self.l2.access(gm, offset, count, width, pitch, outer,
+                                                   outer_pitch, write, start + latency)
         port, hbm = self.costs.gm_cycles(hit, miss, writeback,
                                          outer * count if bursts is None else bursts, aligned,
                                          self.gm_rates)
-        end = self.timeline.transfer(pipe, name, self.mte_latency if latency is None else latency,
-                                     port, outer * count * width, hbm)
-        cycles = max(port, hbm)
-        self.l2.timed(end - cycles, end, cycles)
-        return cycles
+        stall = port * self.l2.phase.cache.same_line_extra * met
+        end = self.timeline.transfer(pipe, name, start, latency, port + stall,
+                                     outer * count * width, hbm)
+        self.l2.timed(end, stall)
+        return max(port + stall, hbm)
 
     def observe(self, pipe: Pipe, name: str, reads: tuple[Access, ...],
                 writes: tuple[Access, ...], nbytes: int = 0) -> None:

@@ -99,6 +99,7 @@ class FlagBoard:
         self.by_kind = {k: [c for c in groups if c.kind is k] for k in CoreKind}
         self.pending: dict = defaultdict(deque)         # (core, flag) -> deque of tokens
         self.rounds: dict = defaultdict(lambda: defaultdict(deque))   # key -> core -> sets
+        self.delivered = 0         # sets delivered so far (the runner looks for woken cores)
         self.lock = threading.Lock()
 
     def set(self, setter: CoreId, mode: int, flag: int, fires: float, number: int,
@@ -132,6 +133,7 @@ class FlagBoard:
     def _deliver(self, core, flag: int, token, what: str) -> None:
         queue = self.pending[(core, flag)]
         queue.append(token)
+        self.delivered += 1
         if len(queue) > self.limit:
             raise IllegalInstruction(
                 f"{what}: cross-core flag {flag} of core {core} counts {len(queue)} sets not yet "

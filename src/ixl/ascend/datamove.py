@@ -94,6 +94,9 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
                          "reads" if inbound else "writes", strict=core.mode.debug)
     ub_bytes = core.local_view(local.space, local.offset,
                                (count - 1) * ub_pitch + ub_lead + width, what)
+    grid = core.burst_grid
+    aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
+    core.gm_move(pipe, what, gm, 0, count, width, gm_pitch, write=not inbound, aligned=aligned)
     rows = None
     if not core.mode.timing_only:
         if count == 1:
@@ -109,9 +112,6 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
             else:
                 gm_rows[...] = ub_rows
         rows = ub_bytes
-    grid = core.burst_grid
-    aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
-    core.gm_move(pipe, what, gm, 0, count, width, gm_pitch, write=not inbound, aligned=aligned)
     if core.observers:
         _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pitch, ub_lead,
                  ub_block)

@@ -17,23 +17,29 @@ The model:
   loop over lines.
 - A read served by L2 moves at the L2's rate, a miss at HBM's (and allocates, unless its
   tensor is CacheMode.DISABLE); a write goes into L2 (a DISABLE write straight to HBM, and
-  drops the lines from L2). The dirty lines an allocation evicts cost HBM time on the move
-  that evicts them.
-- Determinism. Cores of one launch run on the host one after the other (or on threads) in any
-  order, so no core may see what another did in the same phase (a launch, or the stretch
-  between two SyncAlls): each core sees L2 as it was when the phase began, plus its own moves.
-  The other cores are assumed to allocate as much as it does (cores of one kernel run the
-  same code on their own data): its allocations count once per core of the launch when they
-  evict, so its own data lasts while the launch's cores together allocate less than L2 holds.
-  At the phase's end every core's moves enter L2 in the order of their modeled times (ties by
-  core id), which fixes what the next phase sees. Consequences: data one core brings in is
-  reused by another core only after a SyncAll or in a later launch (two cores fetching the
-  same lines in one phase both pay HBM, as concurrent misses do); and the state depends on the
-  order of launches on one device, as a real L2 does, never on the host's core order or
-  thread count.
-- Cores of one phase reading the same lines at overlapping times serialize: each such read
-  after the first costs `same_line_extra` (15%, the middle of [MEMOPT]'s 10-20% [U]) more, as
-  a stall the core pays at the phase's end (cores that start at staggered offsets pay
+  drops the lines from L2).
+- Sharing. The cores of a launch run on the host interleaved in modeled time: each hands over
+  at every GM move, and the move that starts first runs next (ties by the cores' run order,
+  schedule.py). So a move meets L2 as every earlier move of every core left it: a line one
+  core brought in is a hit for any core that reads it later in the same launch, as when cores
+  share a matrix's columns. A line another core requested earlier is served at the L2 rate at
+  once [U: the model does not follow a fill's progress, so a read right behind another core's
+  miss does not wait for that miss's data]. A core may run a little ahead of the others
+  (schedule.QUANTUM_CYCLES): a line whose last touch starts after a move is not there for it,
+  so two cores meeting on a line within that stretch may both fetch it. Within a phase (a launch, or the stretch between
+  two SyncAlls) the phase keeps, per line, the phase's allocation count when a move last
+  touched it: the line stays while the phase's moves allocate fewer lines than L2 holds since,
+  and the lines L2 held when the phase began leave oldest first as the phase allocates. At the
+  phase's end every core's moves enter L2 in the order of their modeled times (ties by core
+  id), which fixes what the next phase sees; the state depends on the order of launches on one
+  device, as a real L2 does, never on the host.
+- The dirty lines a phase's allocations evict cost HBM time, shared by the phase's cores: each
+  core pays its share on its next move that allocates.
+- One core may stand in for the identical cores of a launch (benchmarks/fit_costs.py times
+  block 0 alone): its allocations and writes then count once per core of the launch.
+- Cores reading the same lines at overlapping times serialize: a read that meets another
+  core's read from the same first line still in flight costs `same_line_extra` (15%, the
+  middle of [MEMOPT]'s 10-20% [U]) more port time (cores that start at staggered offsets pay
   nothing).
 
 Timeline reuse (a later simulator-speed step may replay one launch's timeline for the next
@@ -144,136 +150,157 @@ def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_
 
 
 class Phase:
-    """L2 as a phase (a launch, or the stretch between SyncAlls) found it, which every core's
-    view of the phase reads: the eviction order of its resident lines as cumulative bytes."""
+    """L2 during a phase (a launch, or the stretch between SyncAlls), shared by its cores in
+    the order of their moves' modeled times (module doc): the eviction order L2 had when the
+    phase began, as cumulative bytes, and what the phase's moves did since."""
 
-    def __init__(self, cache: L2Cache, cores: int) -> None:
+    def __init__(self, cache: L2Cache, cores: int, stand_in: bool = False) -> None:
         self.cache = cache
         self.cores = max(cores, 1)
+        self.weight = self.cores if stand_in else 1     # lines one allocation stands for
+        self.line = cache.line
+        self.capacity_lines = cache.capacity // cache.line
         self.threshold = cache.threshold
         self.free = cache.capacity - cache.resident * cache.line
         self.stamps, lines, dirty = cache.order.live()
         self.cum_bytes = np.cumsum(lines) * cache.line
         self.cum_dirty = np.cumsum(dirty) * cache.line
+        self.allocated = 0                 # lines the phase's moves allocated
+        self.marks: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # segment addr -> per line:
+        #   0 untouched in the phase, -1 dropped (a DISABLE write), else 1 + `allocated` when
+        #   last touched; and when the move that touched it starts
+        self.snap_threshold = self.threshold     # the phase's starting lines above it remain
+        self.evicted = 0                   # entries of the starting order evicted so far
+        self.next_evicted = self.cum_bytes[0] if len(self.stamps) else float("inf")
+        self.dirty_log: deque = deque()    # (mark, segment addr, lines) of the phase's writes
+        self.owed = 0.0                    # write-back bytes each core owes so far
+        self.reads: dict[tuple[int, int], tuple[float, float, int]] = {}   # (segment addr,
+        #   first line) -> (when the latest read from that line starts, ends, its core)
 
     def view(self, core_id: int) -> L2View:
         return L2View(self, core_id)
 
+    def marks_of(self, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
+        """The segment's marks and, per line, when the move that last touched it starts."""
+        marks = self.marks.get(seg.addr)
+        if marks is None:
+            lines = -(-seg.nbytes // self.line)
+            marks = self.marks[seg.addr] = (np.zeros(lines, np.int64), np.zeros(lines))
+        return marks
+
+    def evict(self) -> None:
+        """The phase allocated: the starting lines leave oldest first, then the phase's own
+        oldest writes; the dirty bytes among them add to what each core owes HBM (the chip
+        writes them back through the bandwidth every core has a share of)."""
+        dirty = 0
+        pressure = self.allocated * self.line - self.free
+        if pressure >= self.next_evicted:
+            i = int(np.searchsorted(self.cum_bytes, pressure, side="right"))
+            before = self.cum_dirty[self.evicted - 1] if self.evicted else 0
+            dirty += int(self.cum_dirty[i - 1] - before)
+            self.evicted = i
+            self.next_evicted = self.cum_bytes[i] if i < len(self.stamps) else float("inf")
+            self.snap_threshold = max(self.threshold, int(self.stamps[i - 1]))
+        log = self.dirty_log
+        floor = self.allocated + 1 - self.capacity_lines
+        while log and log[0][0] <= floor:
+            mark, addr, idx = log.popleft()
+            dirty += int(np.count_nonzero(self.marks[addr][0][idx] == mark)) * self.line \
+                * self.weight
+        self.owed += dirty / self.cores
+
 
 class L2View:
-    """One core's L2 during one phase: the phase's L2 plus the core's own moves (module doc).
-    Owned by the thread simulating the core."""
+    """One core's moves in one phase: its stats and the batches the merge reads; what it
+    finds in L2 is the phase's (shared by every core of the launch)."""
 
     def __init__(self, phase: Phase, core_id: int) -> None:
-        cache = phase.cache
         self.phase = phase
         self.core_id = core_id
-        self.line = cache.line
-        self.cores = phase.cores
         self.stats = L2Stats()
-        # a line of its own stays while the launch's cores allocate less than L2 holds
-        self.lifetime = cache.capacity / (cache.line * phase.cores)
-        self.alloc = 0                     # lines this core allocated in the phase
-        self.own: dict[int, np.ndarray] = {}   # segment addr -> per line: 0 untouched, -1
-        #   dropped (a DISABLE write), else 1 + the allocation count when last touched
-        self.snap_threshold = phase.threshold
-        self.evicted = 0                   # entries of the phase's order evicted in this view
-        self.next_evicted = phase.cum_bytes[0] if len(phase.stamps) else float("inf")
-        self.dirty_log: deque = deque()    # (own value, segment addr, lines) of own writes
+        self.paid = 0                      # of the phase's write-backs (Phase.owed)
         self.entries: list[_Batch] = []    # its moves, in batches, for the merge
         self.batches: dict = {}            # (segment addr, kind) -> the open batch
         self._last: _Batch | None = None   # the latest move's batch, until it is timed
+        self._read: tuple | None = None    # the latest read's key in Phase.reads, until timed
 
     # ---- a move ----
     def access(self, gm: GlobalTensor, offset: int, count: int, width: int, pitch: int,
-               outer: int = 1, outer_pitch: int = 0, write: bool = False) -> tuple[int, int, int]:
+               outer: int = 1, outer_pitch: int = 0, write: bool = False,
+               ready: float = 0.0) -> tuple[int, int, int, float]:
         """A move of `outer` x `count` rows of `width` bytes of `gm` from byte `offset` (rows
-        `pitch` apart): returns (bytes L2 serves or absorbs, bytes HBM serves or takes, dirty
-        bytes written back to make room)."""
+        `pitch` apart) whose port time starts at `ready`: returns (bytes L2 serves or absorbs,
+        bytes HBM serves or takes, dirty bytes written back to make room, 1.0 when it starts
+        while another core's read from the same first line is in flight, else 0.0)."""
         nbytes = outer * count * width
         seg = gm.segment
+        self._last = self._read = None
         if nbytes == 0 or seg is None:
-            self._last = None
-            return 0, 0, 0
+            return 0, 0, 0, 0.0
+        ph = self.phase
         idx = line_index(gm.addr - seg.addr + offset, count, width, pitch, outer, outer_pitch,
-                         self.line)
-        own = self.own.get(seg.addr)
-        if own is None:
-            own = self.own[seg.addr] = np.zeros(-(-seg.nbytes // self.line), np.int32)
+                         ph.line)
+        marks, touched = ph.marks_of(seg)
         lines = seg.l2
-        floor = max(0.0, self.alloc + 1 - self.lifetime)
-        if isinstance(idx, slice) and idx.stop - idx.start == 1:     # one line: no arrays
-            n, i = 1, idx.start
-            mine = own[i]
-            hit_lines = int(mine > floor or (lines is not None and mine >= 0
-                                             and lines.stamp[i] > self.snap_threshold))
-        else:
-            n = _count(idx)
-            mine = own[idx]
-            resident = mine > floor
-            if lines is not None:
-                resident |= (lines.stamp[idx] > self.snap_threshold) & (mine >= 0)
-            hit_lines = int(np.count_nonzero(resident))
+        floor = max(0, ph.allocated + 1 - ph.capacity_lines)
+        n = _count(idx)
+        mine = marks[idx]
+        resident = (mine > floor) & (touched[idx] <= ready)     # not a later move's line
+        if lines is not None:
+            resident |= (lines.stamp[idx] > ph.snap_threshold) & (mine >= 0)
+        hit_lines = int(np.count_nonzero(resident))
         hit = nbytes * hit_lines // n
-        bypass = gm.l2_mode is CacheMode.DISABLE
         st = self.stats
-        writeback = 0
-        if bypass:
+        met = 0.0
+        if not write:
+            key = (seg.addr, idx.start if isinstance(idx, slice) else int(idx[0]))
+            last = ph.reads.get(key)
+            if last is not None and last[0] <= ready < last[1] and last[2] != self.core_id:
+                met = 1.0
+                st.same_line_reads += 1
+            self._read = (key, ready)
+        if gm.l2_mode is CacheMode.DISABLE:
             if write:
-                own[idx] = -1
+                marks[idx] = -1
                 st.bypass_write += nbytes
                 self._log(INVALIDATE, seg, idx)
-                return 0, nbytes, 0
+                return 0, nbytes, 0, 0.0
             st.read_hit += hit
             st.bypass_read += nbytes - hit
             self._log(BYPASS_READ, seg, idx)
-            return hit, nbytes - hit, 0
-        self.alloc += n - hit_lines
-        own[idx] = self.alloc + 1
+            return hit, nbytes - hit, 0, met
+        ph.allocated += ph.weight * (n - hit_lines)
+        marks[idx] = ph.allocated + 1
+        touched[idx] = ready
+        writeback = 0
         if write:
             st.write_hit += hit
             st.write_miss += nbytes - hit
-            self.dirty_log.append((self.alloc + 1, seg.addr, idx))
+            ph.dirty_log.append((ph.allocated + 1, seg.addr, idx))
         else:
             st.read_hit += hit
             st.read_miss += nbytes - hit
         if hit_lines < n:
-            writeback = self._evict()
+            ph.evict()
+            writeback = int(ph.owed) - self.paid
+            self.paid += writeback
             st.writeback += writeback
         self._log(WRITE if write else READ, seg, idx)
-        return (nbytes, 0, writeback) if write else (hit, nbytes - hit, writeback)
+        return (nbytes, 0, writeback, 0.0) if write else (hit, nbytes - hit, writeback, met)
 
-    def timed(self, start: float, end: float, cycles: float) -> None:
-        """The latest move's modeled port time [start, end) and cycles (for the merge)."""
+    def timed(self, end: float, stall: float) -> None:
+        """The latest move ends at `end`, `stall` cycles of it spent behind other cores'
+        reads of its lines."""
         batch = self._last
         if batch is not None:
-            if not batch.timed:
-                batch.start, batch.timed = start, True
             batch.end = end
-            batch.cycles += cycles
+            batch.timed = True
             self._last = None
-
-    # ---- own lines and evictions ----
-    def _evict(self) -> int:
-        """Dirty bytes written back since the last allocation: the phase's oldest lines go
-        first (this core's share of them), then its own oldest writes."""
-        ph = self.phase
-        wb = 0
-        pressure = self.cores * self.alloc * self.line - ph.free
-        if pressure >= self.next_evicted:
-            i = int(np.searchsorted(ph.cum_bytes, pressure, side="right"))
-            before = ph.cum_dirty[self.evicted - 1] if self.evicted else 0
-            wb += int(ph.cum_dirty[i - 1] - before) // self.cores
-            self.evicted = i
-            self.next_evicted = ph.cum_bytes[i] if i < len(ph.stamps) else float("inf")
-            self.snap_threshold = max(ph.threshold, int(ph.stamps[i - 1]))
-        log = self.dirty_log
-        if log and log[0][0] <= self.alloc + 1 - self.lifetime:
-            floor = self.alloc + 1 - self.lifetime
-            while log and log[0][0] <= floor:
-                value, addr, idx = log.popleft()
-                wb += int(np.count_nonzero(self.own[addr][idx] == value)) * self.line
-        return wb
+        if self._read is not None:
+            key, ready = self._read
+            self.phase.reads[key] = (ready, end, self.core_id)
+            self._read = None
+        self.stats.stall_cycles += stall
 
     # ---- the log the merge reads ----
     def _log(self, kind: str, seg, idx) -> None:
@@ -296,22 +323,16 @@ class L2View:
 class _Batch:
     """Moves of one kind into one segment by one core, which enter L2 together at the merge
     (at most BATCH_LINES line touches, so the LRU order keeps a resolution of about 1 MB of
-    each core's traffic): their first start, last end, port cycles and lines."""
+    each core's traffic): the end of its latest move, and its lines."""
 
-    __slots__ = ("seg", "kind", "seq", "parts", "touched", "start", "end", "cycles", "timed")
+    __slots__ = ("seg", "kind", "seq", "parts", "touched", "end", "timed")
 
     def __init__(self, seg, kind: str, seq: int) -> None:
         self.seg, self.kind, self.seq = seg, kind, seq
         self.parts: list = []
         self.touched = 0
-        self.start = self.end = self.cycles = 0.0
+        self.end = 0.0
         self.timed = False
-
-    @property
-    def first(self) -> int:
-        """The first line its first move touched."""
-        idx = self.parts[0]
-        return idx.start if isinstance(idx, slice) else int(idx[0])
 
     def lines(self):
         """Every line its moves touched, once: a slice when contiguous."""
@@ -407,27 +428,19 @@ class L2Cache:
         self.written_back = 0       # bytes, over the cache's life
         self._lock = threading.Lock()
 
-    def phase(self, cores: int) -> Phase:
+    def phase(self, cores: int, stand_in: bool = False) -> Phase:
         with self._lock:
-            return Phase(self, cores)
+            return Phase(self, cores, stand_in)
 
     # ---- the end of a phase ----
-    def merge(self, views: list[L2View]) -> dict[int, float]:
-        """Every core's moves of the phase enter L2 in modeled-time order; returns the
-        stall cycles of each core whose reads met another core's on the same lines."""
+    def merge(self, views: list[L2View]) -> None:
+        """Every core's moves of the phase enter L2 in modeled-time order."""
         entries = sorted(((b.end, v.core_id, b.seq, b) for v in views for b in v.close()
                           if b.timed), key=lambda t: t[:3])
         with self._lock:
             for _, _, _, b in entries:
                 self._apply(b.seg, b.lines(), b.kind)
                 self._evict()           # as it goes: a line re-read after L2 turned over misses
-        stalls = self._same_line_stalls(entries)
-        for v in views:
-            st = stalls.get(v.core_id)
-            if st:
-                v.stats.same_line_reads += st[1]
-                v.stats.stall_cycles += st[0]
-        return {core: st[0] for core, st in stalls.items()}
 
     def _apply(self, seg, idx, kind: str) -> None:
         if kind is BYPASS_READ:
@@ -463,28 +476,6 @@ class L2Cache:
             self.threshold, lines, dirty = dropped
             self.resident -= lines
             self.written_back += dirty * self.line
-
-    def _same_line_stalls(self, entries: list) -> dict[int, list]:
-        """Reads of the same lines (keyed by their first line) by different cores at
-        overlapping times: each after the first costs `same_line_extra` more. Returns per core
-        [stall cycles, reads stalled]."""
-        groups: dict = {}
-        for _, core, _, b in entries:
-            if b.kind is READ or b.kind is BYPASS_READ:
-                groups.setdefault((b.seg.addr, b.first), []).append((b.start, b.end, core, b))
-        stalls: dict[int, list] = {}
-        for reads in groups.values():
-            if len(reads) < 2:
-                continue
-            reads.sort(key=lambda r: (r[0], r[2]))
-            busy_until: dict = {}
-            for start, end, core, b in reads:
-                if any(c != core and until > start for c, until in busy_until.items()):
-                    st = stalls.setdefault(core, [0.0, 0])
-                    st[0] += self.same_line_extra * b.cycles
-                    st[1] += len(b.parts)
-                busy_until[core] = max(busy_until.get(core, 0.0), end)
-        return stalls
 
     # ---- the host's side ----
     def flush(self) -> None:

@@ -16,15 +16,26 @@ order the host runs the cores in.
 from __future__ import annotations
 
 import enum
+import heapq
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
+import greenlet
 import numpy as np
 
 from .chips import ChipSpec
 from .core import AICore, CoreId, CoreKind, SyncAll
 from .crosscore import CrossCoreWait, FlagBoard
 from .errors import IllegalInstruction, KernelTimeout
+
+
+# How far (in core cycles) a core runs ahead of the earliest paused core before it hands over
+# [U: a simulation quantum, not a chip fact]. Interleaving at every move would be exact, but
+# each hand-over moves the host to another core's working set; within the quantum a move may
+# find in L2 a line another core brings in up to this long after it, or miss one brought in
+# that long before. 2048 cycles (1.1 us at 1.85 GHz) is about one 64 KB move into L1 at the L2
+# rate, or a few moves of a vector kernel.
+QUANTUM_CYCLES = 0.0
 
 
 class KernelType(enum.Enum):
@@ -87,40 +98,80 @@ def launch_cores(kind: KernelType, chip: ChipSpec, slots: list[Slot]) -> int:
 
 
 class Runner:
-    """Runs every block of a launch on its core; interleaves cores that wait for each other."""
+    """Runs every block of a launch on its core, the cores interleaved in modeled time.
+
+    Each core runs in a greenlet of its own and hands over at every GM move (`turn`), where it
+    waits for a cross-core flag and at a SyncAll; the runner then resumes the core whose
+    pending move starts first (ties by the cores' run order), so every move meets L2 as the
+    earlier moves of all cores left it (l2.py), and GM's bytes too. Only modeled times decide
+    the order: never the host's."""
 
     def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
                  flag_latency: float, observers: list, end_phase: Callable[[], None] = lambda: None
                  ) -> None:
-        """`end_phase` is called whenever every core has reached a SyncAll or the end, before
-        the cores meet (the chip settles what the phase did to L2)."""
+        """`cores` in their run order; `end_phase` is called whenever every core has reached
+        a SyncAll or the end, before the cores meet (the chip settles what the phase did to
+        L2)."""
         self.cores = cores
         self.slots = slots
         self.block_num = block_num
         self.board = board
         self.flag_latency = flag_latency
         self.observers = observers
-        self.paused: dict = {}       # core id -> (generator, what it waits for)
-        self.phase = 0
         self.end_phase = end_phase
+        for i, c in enumerate(cores):
+            c.run_rank = i
+        self.phase = 0
+        self.pending: list = []       # heap of (ready, rank, core): cores paused at a GM move
+        self.fresh: set = set()       # cores whose next move waits for every other core's
+        self.blocked: dict = {}       # core id -> (core, flag id) it waits for
+        self.barrier: list = []       # cores at a SyncAll
+        self.seen = 0                 # the board's deliveries the runner has looked at
+        self.lets: dict = {}
+        self.main: greenlet.greenlet | None = None
 
-    def run(self, body: Callable[[], object], threads: int) -> None:
-        def first(core: AICore) -> None:
-            with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
-                self._run_blocks(core, body)
-        if threads > 1:
-            with ThreadPoolExecutor(threads) as pool:
-                futures = [pool.submit(first, c) for c in self.cores]
-            for f in futures:          # the first failing core in run order reports
-                f.result()
-        else:
+    def run(self, body: Callable[[AICore], object]) -> None:
+        self.main = greenlet.getcurrent()
+        for c in self.cores:
+            c.scheduler = self
+            self.lets[c.core_id] = greenlet.greenlet(partial(self._core_main, c, body))
+        try:
+            self.fresh = set(self.lets)
+            for c in self.cores:          # each to its first move, a wait, or its end
+                self._switch(c)
+            self._drive()
+        finally:
             for c in self.cores:
-                first(c)
-        with np.errstate(all="ignore"):
-            self._interleave()
+                c.scheduler = None
+                let = self.lets[c.core_id]
+                if not let.dead:          # another core failed: end this one's block too
+                    let.throw()
         self.end_phase()
         for o in self.observers:
             o.phase_end(self.phase)
+
+    # ---- inside a core ----
+    def turn(self, core: AICore, ready: float) -> None:
+        """`core` is about to make a GM move whose port time starts at `ready`: the cores
+        with an earlier one go first (the core hands over to the earliest directly)."""
+        entry = (ready, core.run_rank, core)
+        pending = self.pending
+        if (self.fresh and core.core_id in self.fresh) or self._woken():
+            self.fresh.discard(core.core_id)
+            heapq.heappush(pending, entry)
+            self._pause(core)               # the runner decides who goes next
+            return
+        if not pending or ready <= pending[0][0] + QUANTUM_CYCLES:
+            return
+        nxt = heapq.heappushpop(pending, entry)[2]
+        core.pause()
+        nxt.resume()
+        self.lets[nxt.core_id].switch()
+        core.resume()
+
+    def _core_main(self, core: AICore, body) -> None:
+        with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
+            self._run_blocks(core, body)
 
     def _run_blocks(self, core: AICore, body) -> None:
         slot = self.slots[core.core_id]
@@ -129,44 +180,39 @@ class Runner:
             core.begin_block(b, self.block_num)
             try:
                 result = body(core)
+                if result is not None and len(slot.blocks) > 1:
+                    raise IllegalInstruction(
+                        f"SyncAll needs every block resident at once: {self.block_num} blocks "
+                        f"on {len(self.cores)} cores")
+                if result is not None:
+                    self._step(core, result)
             except BaseException:
                 core.end_block(check=False)
                 raise
-            if result is None:
-                core.end_block()
-            elif len(slot.blocks) > 1:
-                core.end_block(check=False)
-                raise IllegalInstruction(
-                    f"SyncAll needs every block resident at once: {self.block_num} blocks on "
-                    f"{len(self.cores)} cores")
-            else:
-                self._step(core, result)
+            core.end_block()
 
     def _step(self, core: AICore, gen) -> None:
-        """Run a paused block until it must wait (recorded in `paused`) or ends."""
-        core.resume()
-        while True:
-            try:
-                wanted = next(gen)
-            except StopIteration:
-                self.paused.pop(core.core_id, None)
-                core.end_block()
-                return
-            except BaseException:
-                core.end_block(check=False)
-                raise
+        """Run a generator block to its end, pausing where it waits for other cores."""
+        for wanted in gen:
             if isinstance(wanted, CrossCoreWait):
                 core.pending_wait = None
-                if self._pass(core, wanted.flag_id):
-                    continue
-            elif not isinstance(wanted, SyncAll):
-                core.end_block(check=False)
+                if not self._pass(core, wanted.flag_id):
+                    self.blocked[core.core_id] = (core, wanted.flag_id)
+                    self._pause(core)         # resumed once the flag is set
+                    self._pass(core, wanted.flag_id)
+            elif isinstance(wanted, SyncAll):
+                self.barrier.append(core)
+                self._pause(core)             # resumed when every core has met
+            else:
                 raise IllegalInstruction(
                     f"a kernel yields asc.sync_all() or asc.cross_core_wait_flag(id), got "
                     f"{wanted!r}")
-            self.paused[core.core_id] = (gen, wanted)
-            core.pause()
-            return
+
+    def _pause(self, core: AICore) -> None:
+        core.pause()
+        assert self.main is not None
+        self.main.switch()
+        core.resume()
 
     def _pass(self, core: AICore, flag: int) -> bool:
         assert self.board is not None       # cross_core_wait_flag runs only in a mix kernel
@@ -176,31 +222,52 @@ class Runner:
         core.cross_core_wait(flag, *token)
         return True
 
-    def _interleave(self) -> None:
+    # ---- the runner ----
+    def _switch(self, core: AICore) -> None:
+        """Run `core` until it pauses or its blocks end."""
+        core.resume()
+        self.lets[core.core_id].switch()
+        core.pause()
+
+    def _woken(self) -> bool:
+        """A set since the runner last looked may have freed a waiting core."""
+        return bool(self.blocked) and self.board is not None \
+            and self.board.delivered != self.seen
+
+    def _wake(self) -> bool:
+        """Resume every waiting core whose flag has been set; whether there was one."""
+        if not self._woken():
+            return False
+        assert self.board is not None
+        self.seen = self.board.delivered
+        ready = [core for core, flag in sorted(self.blocked.values(),
+                                               key=lambda e: e[0].run_rank)
+                 if self.board.ready(core.core_id, flag)]
+        for core in ready:
+            del self.blocked[core.core_id]
+            self._switch(core)
+        return bool(ready)
+
+    def _drive(self) -> None:
         by_id = {c.core_id: c for c in self.cores}
-        while self.paused:
-            progressed = True
-            while progressed:          # resume every core whose flag has been set meanwhile
-                progressed = False
-                for c in self.cores:
-                    entry = self.paused.get(c.core_id)
-                    if entry and isinstance(entry[1], CrossCoreWait) and self.board is not None \
-                            and self.board.ready(c.core_id, entry[1].flag_id):
-                        c.resume()
-                        self._pass(c, entry[1].flag_id)
-                        self._step(c, entry[0])
-                        progressed = True
-            if not self.paused:
-                break
-            waits = {cid: w for cid, (_, w) in self.paused.items()}
-            blocked = sorted(cid for cid, w in waits.items() if isinstance(w, CrossCoreWait))
-            if blocked:
-                self._hang(by_id, blocked, waits)
-            if len(waits) != len(self.cores):
-                label = by_id[next(iter(waits))].label
+        while True:
+            if self._wake():
+                continue
+            if self.pending:
+                _, _, core = heapq.heappop(self.pending)
+                self._switch(core)
+                continue
+            if not self.blocked and not self.barrier:
+                return
+            waits = {cid: CrossCoreWait(flag) for cid, (_, flag) in self.blocked.items()}
+            waits.update({c.core_id: SyncAll() for c in self.barrier})
+            if self.blocked:
+                self._hang(by_id, sorted(self.blocked), waits)
+            if len(self.barrier) != len(self.cores):
+                label = self.barrier[0].label
                 raise KernelTimeout(
-                    f"{label} execution timed out: {len(waits)} of {len(self.cores)} cores "
-                    f"wait at a SyncAll the others never reach")
+                    f"{label} execution timed out: {len(self.barrier)} of {len(self.cores)} "
+                    f"cores wait at a SyncAll the others never reach")
             self._meet()
 
     def _meet(self) -> None:
@@ -212,8 +279,10 @@ class Runner:
         meet = max(c.timeline.end for c in self.cores) + self.flag_latency
         for c in self.cores:
             c.meet(meet)
-        for c in self.cores:
-            self._step(c, self.paused[c.core_id][0])
+        waiting, self.barrier = sorted(self.barrier, key=lambda c: c.run_rank), []
+        self.fresh = {c.core_id for c in waiting}
+        for c in waiting:
+            self._switch(c)
 
     def _hang(self, by_id: dict, blocked: list, waits: dict) -> None:
         core = by_id[blocked[0]]

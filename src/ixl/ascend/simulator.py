@@ -37,23 +37,17 @@ from .timeline import Pipe, PipeStats
 CHIP_MODEL_VERSION = "0.2.0"
 
 
-def host_threads() -> int:
-    """Host threads that simulate cores: IXL_THREADS, default 1. Cores are independent, but a
-    kernel issues many small numpy calls, and two threads contending for the GIL measured
-    slower than one (Add 16M fp16: 2.25x vs 2.0x numpy; Gelu 4096^2: 1.47 s vs 0.85 s)."""
-    return max(1, int(os.environ.get("IXL_THREADS", "1")))
-
-
 CORE_ORDERS = ("shuffle", "reverse", "natural")
 
 
-def core_order(kernel: str, n_cores: int, debug: bool) -> list[int]:
-    """The order the cores run in on the host: IXL_CORE_ORDER (shuffle, reverse or natural);
-    by default shuffled in debug mode, seeded by the kernel's name and core count (so a result
-    that depends on which core runs first shows, and shows again on the next run), natural in
-    release mode. Modeled times never depend on it."""
+def core_order(kernel: str, n_cores: int) -> list[int]:
+    """The cores' run order, which breaks ties between moves that start on the same cycle
+    (schedule.Runner): IXL_CORE_ORDER natural (the default), reverse, or shuffle (seeded by the
+    kernel's name and core count, so it is the same on the next run). A kernel whose result
+    changes with it has a race between cores; its modeled time may move by the order in which
+    cores that meet on a line at the same cycle find it in L2."""
     raw = os.environ.get("IXL_CORE_ORDER", "")
-    order = raw.strip().lower() or ("shuffle" if debug else "natural")
+    order = raw.strip().lower() or "natural"
     if order not in CORE_ORDERS:
         raise ValueError(f"IXL_CORE_ORDER={raw!r} is not a core order: use one of "
                          f"{', '.join(CORE_ORDERS)}")
@@ -176,14 +170,10 @@ class SimulatedChip:
 
     def _end_phase(self, cores: list[AICore]) -> None:
         """A phase of the launch is over (a SyncAll, or the end): every core's moves enter L2
-        (l2.py), the cores whose reads met another's on the same lines stall for it, and the
-        next phase starts from the L2 they leave."""
-        stalls = self.l2.merge([c.l2 for c in cores])
+        (l2.py), and the next phase starts from the L2 they leave."""
+        self.l2.merge([c.l2 for c in cores])
         phase = self.l2.phase(len(cores))
         for c in cores:
-            stall = stalls.get(c.core_id, 0.0)
-            if stall:
-                c.timeline.align(c.timeline.end + stall)
             c.l2_stats.add(c.l2.stats)
             c.l2 = phase.view(c.core_id)
 
@@ -214,7 +204,7 @@ class SimulatedChip:
         observers = [*self.observers, *([recorder] if recorder else []),
                      *(debug_checks() if mode.debug else [])]
         by_id = {s.core_id: s for s in slots}
-        order = [slots[i].core_id for i in core_order(name, len(slots), mode.debug)]
+        order = [slots[i].core_id for i in core_order(name, len(slots))]
         phase = self.l2.phase(len(slots))
         cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
                         memories=self._core_memories(cid), observers=tuple(observers),
@@ -229,10 +219,8 @@ class SimulatedChip:
                            for t, role in args}, kind.value)
         for o in observers:
             o.launch_begin(info)
-        # Cores only meet where they wait for each other, so they may start on host threads;
-        # the modeled time does not depend on how the host ran them.
         Runner(cores, by_id, block_num, board, costs.flag_latency_cycles, observers,
-               lambda: self._end_phase(cores)).run(body, min(host_threads(), len(cores)))
+               lambda: self._end_phase(cores)).run(body)
         left = board.unwaited() if board is not None and mode.debug else []
         if left:
             raise KernelTimeout(f"AI Core execution timed out: the launch ended with "

@@ -103,13 +103,18 @@ class Timeline:
             _extend(self.compute_busy, start, start + cycles)
         return self._finish(pipe, name, start, start + cycles, cycles, 0)
 
-    def transfer(self, pipe: Pipe, name: str, latency: float, cycles: float, nbytes: int,
-                 hbm_cycles: float = 0.0) -> float:
-        """A GM move: `latency` on its own pipe, then `cycles` of the core's port and
-        `hbm_cycles` of its HBM share, each taken from whatever time is free on it from then on
-        (MTE2 and MTE3 share both; a move dispatched later in program order may still use an
-        earlier gap); it ends when both are done."""
-        start = self._dispatch(pipe)
+    def move_start(self, pipe: Pipe) -> float:
+        """The scalar unit dispatches a GM move to `pipe`: when the pipe starts it (what L2
+        serves it depends on the moves of other cores before then, so the move is timed in two
+        steps: this, then `transfer`)."""
+        return self._dispatch(pipe)
+
+    def transfer(self, pipe: Pipe, name: str, start: float, latency: float, cycles: float,
+                 nbytes: int, hbm_cycles: float = 0.0) -> float:
+        """A GM move that `pipe` started at `start` (move_start): `latency` on its own pipe,
+        then `cycles` of the core's port and `hbm_cycles` of its HBM share, each taken from
+        whatever time is free on it from then on (MTE2 and MTE3 share both; a move dispatched
+        later in program order may still use an earlier gap); it ends when both are done."""
         ready = start + latency
         end = _reserve(self.port_busy, ready, cycles)
         if hbm_cycles:

@@ -75,6 +75,12 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
     span_dst = (p.nd_num - 1) * dst_mat + (p.n_value - 1) * dst_row + (blocks - 1) * dst_col + blk
     src = gm.region(0, span_src, core.core_id, "reads", strict=core.mode.debug)
     dst = core.local_view(Space.L1, l1.offset, span_dst, what)
+    nbytes = p.nd_num * p.n_value * row
+    grid = core.burst_grid
+    aligned = gm.addr % grid == 0 and (p.n_value * p.nd_num == 1 or
+                                       (src_row % grid == 0 and src_mat % grid == 0))
+    core.gm_move(Pipe.MTE2, "data_copy", gm, 0, p.n_value, row, src_row, write=False,
+                 aligned=aligned, outer=p.nd_num, outer_pitch=src_mat)
     if not core.mode.timing_only:
         rows = strided(src, src.dtype, (p.nd_num, p.n_value, row), (src_mat, src_row, 1))
         padded = np.zeros((p.nd_num, p.n_value, blocks * blk), np.uint8)
@@ -82,12 +88,6 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
         out = strided(dst, dst.dtype, (p.nd_num, p.n_value, blocks, blk),
                       (dst_mat, dst_row, dst_col, 1))
         out[...] = padded.reshape(p.nd_num, p.n_value, blocks, blk)
-    nbytes = p.nd_num * p.n_value * row
-    grid = core.burst_grid
-    aligned = gm.addr % grid == 0 and (p.n_value * p.nd_num == 1 or
-                                       (src_row % grid == 0 and src_mat % grid == 0))
-    core.gm_move(Pipe.MTE2, "data_copy", gm, 0, p.n_value, row, src_row, write=False,
-                 aligned=aligned, outer=p.nd_num, outer_pitch=src_mat)
     if core.observers:
         reads, writes = _nd2nz_accesses(l1, gm, p, isz, blk)
         core.observe(Pipe.MTE2, "data_copy", reads, writes, nbytes)

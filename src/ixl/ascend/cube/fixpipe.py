@@ -104,9 +104,6 @@ def fixpipe(dst: Any, src: LocalTensor, params: FixpipeParamsV220,
         dview = dst.region(0, span, core.core_id, "writes", strict=core.mode.debug)
     else:
         dview = core.local_view(Space.L1, dst.offset, span, what)
-    if not core.mode.timing_only:
-        values = convert(sview[s_off], p.quant_pre, words, p.relu_en, dst.dtype)
-        dview.view(dst.dtype)[d_off] = values
     nbytes = p.nd_num * p.m_size * p.n_size * dst.itemsize
     if p.unit_flag:
         units = ceil_div(int(s_off.max() + 1) * src.itemsize, core.chip.unit_flag_bytes)
@@ -124,6 +121,9 @@ def fixpipe(dst: Any, src: LocalTensor, params: FixpipeParamsV220,
     else:
         cycles = core.costs.fixpipe_local(nbytes, "L1")
         core.issue(Pipe.FIX, what, cycles)
+    if not core.mode.timing_only:
+        values = convert(sview[s_off], p.quant_pre, words, p.relu_en, dst.dtype)
+        dview.view(dst.dtype)[d_off] = values
     if p.unit_flag:
         unit_flags.done(core, Pipe.FIX, src.offset, p.unit_flag, units, other, cycles)
     if core.observers:

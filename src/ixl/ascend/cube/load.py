@@ -92,12 +92,6 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
         else:
             sbytes = core.local_view(Space.L1, src.offset, span_src, what)
         dbytes = core.local_view(dst.space, dst.offset, span_dst, what)
-        if not core.mode.timing_only:
-            data = sbytes.reshape(-1, frac)[src_frac]
-            if p.if_transpose:
-                data = data.view(np.uint16).reshape(n, 16, 16).transpose(0, 2, 1).reshape(n, -1) \
-                    .view(np.uint8)
-            dbytes.reshape(-1, frac)[dst_frac] = data
     if from_gm:
         grid = core.burst_grid
         aligned = src.addr % grid == 0
@@ -105,6 +99,12 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
                      write=False, aligned=aligned, bursts=1 if p.src_stride == 1 else n)
     else:
         core.issue(pipe, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
+    if n and not core.mode.timing_only:
+        data = sbytes.reshape(-1, frac)[src_frac]
+        if p.if_transpose:
+            data = data.view(np.uint16).reshape(n, 16, 16).transpose(0, 2, 1).reshape(n, -1) \
+                .view(np.uint8)
+        dbytes.reshape(-1, frac)[dst_frac] = data
     if core.observers:
         reads: tuple[Access, ...] = ()
         writes: tuple[Access, ...] = ()

@@ -10,6 +10,10 @@ lanes out; the error comes when such a value is copied to an output (or another 
 or read by the scalar unit (get_value), and it names both that instruction and the one that
 first read the unwritten bytes. Workspace bytes are scratch: copying unwritten values there
 is not yet an error, reading them back and using them is.
+
+The first such read is reported when its phase ends (a SyncAll, or the launch's end), after the
+cross-core race check: bytes one core reads before another core writes them in the same phase
+are that race, and the race check names both cores.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ class UninitReads(Observer):
         self.gm: dict[int, _Shadow] = {}
         self.roles: dict[int, GmRole] = {}
         self.stories: list[str] = [""]
+        self.found: UninitialisedRead | None = None    # the first, reported at the phase's end
         self.lock = threading.Lock()
 
     def launch_begin(self, launch: LaunchInfo) -> None:
@@ -109,9 +114,8 @@ class UninitReads(Observer):
                 unwritten.append((a, shadow, written))
         if unwritten and ins.pipe is Pipe.S:
             a, shadow, written = unwritten[0]
-            raise UninitialisedRead(f"uninitialised read on core {ins.core}: {ins.name} "
-                                    f"({ins.pipe.lane}) reads {a.describe()}, but "
-                                    f"{self._what(a, shadow, written)}")
+            self._found(f"uninitialised read on core {ins.core}: {ins.name} ({ins.pipe.lane}) "
+                        f"reads {a.describe()}, but {self._what(a, shadow, written)}")
         for w in ins.writes:
             if w.empty:
                 continue
@@ -119,15 +123,23 @@ class UninitReads(Observer):
             value = _combine(w, unwritten)
             if value is not None and self._sink(w):
                 a, rshadow, written = unwritten[0]
-                raise UninitialisedRead(
-                    f"uninitialised read on core {ins.core}: {ins.name} ({ins.pipe.lane}) "
-                    f"copies {a.describe()} to {w.describe()}, but "
-                    f"{self._what(a, rshadow, written)}")
+                self._found(f"uninitialised read on core {ins.core}: {ins.name} "
+                            f"({ins.pipe.lane}) copies {a.describe()} to {w.describe()}, but "
+                            f"{self._what(a, rshadow, written)}")
             if shadow is None:
                 continue
             shadow.write(w, value)
             if value is not None:
                 self._tell(ins, w, shadow, value, unwritten)
+
+    def _found(self, message: str) -> None:
+        if self.found is None:
+            self.found = UninitialisedRead(message)
+
+    def phase_end(self, phase: int) -> None:
+        if self.found is not None:
+            found, self.found = self.found, None
+            raise found
 
     def _sink(self, w: Access) -> bool:
         """Values leave for good: into GM other than the workspace."""
