@@ -67,7 +67,7 @@ class Block0:
     def us(self) -> float:
         chip, cores = self.chip, min(self.plan.block_dim, self.chip.aiv_cores)
         core = AICore(chip, 0, Mode(timing_only=True), active_cores=cores,
-                      l2=self.l2.phase(cores).view(0))
+                      l2=self.l2.phase(cores, stand_in=True).view(0))
         core.begin_block(0, self.plan.block_dim)
         self.w.entry.kernel(KernelContext(0, self.plan.block_dim, self.plan.tiling, chip),
                             *self.windows)

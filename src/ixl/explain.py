@@ -103,8 +103,9 @@ ENTRIES = [
           "move free_tensor after the tensor's last use (the copy-out, for an output queue)"),
     Entry("cross-core race",
           "two cores write the same GM bytes, or one reads bytes another writes, with no "
-          "SyncAll between them: the result depends on which core the chip runs first (debug "
-          "mode runs the cores in a shuffled order; IXL_CORE_ORDER=natural|reverse|shuffle)",
+          "SyncAll between them: the result depends on which core the chip runs first (the "
+          "simulator runs the cores interleaved in modeled time; IXL_CORE_ORDER=reverse|shuffle "
+          "changes which of two cores meeting on the same cycle goes first)",
           "each core's GM window (offset and count from block_idx); a workspace slot per core; "
           "`yield asc.sync_all()` between writing partials and reading them back"),
     Entry("uninitialised read",

@@ -78,6 +78,30 @@ def test_data_one_core_brought_in_hits_for_another_core_in_the_next_launch():
     assert sum(c.l2.read_hit for c in rec.cores) == 2 * MB
 
 
+def test_cores_reading_the_same_data_in_one_launch_fetch_it_from_hbm_once():
+    """The cores run interleaved in modeled time: what one core reads first is in L2 for the
+    others (each core reads the whole tensor, staggered so that each tile is first read by
+    one of them)."""
+    h = Harness()
+    x = h.empty((8 * TILE,), np.uint8, "x")
+
+    def body(core):
+        b = get_block_idx()
+        pipe = asc.TPipe()
+        q = asc.TQue(asc.TPosition.VECIN)
+        pipe.init_buffer(q, 2, TILE)
+        for i in range(8):
+            t = q.alloc_tensor(np.uint8)
+            asc.data_copy(t, x.reinterpret(np.uint8)[(i + 2 * b) % 8 * TILE], TILE)
+            q.enque(t)
+            q.free_tensor(q.deque())
+
+    rec = _launch(h, body, blocks=4)
+    assert sum(c.l2.read_miss for c in rec.cores) == 8 * TILE      # each tile once
+    assert sum(c.l2.read_hit for c in rec.cores) == 24 * TILE
+    assert all(c.l2.read_miss == 2 * TILE for c in rec.cores)      # the first two steps
+
+
 def test_writes_allocate_and_a_working_set_larger_than_l2_misses():
     h = Harness()
     h.chip.l2 = L2Cache(4 * MB, 128, 0.15)       # a small L2: the test moves little data

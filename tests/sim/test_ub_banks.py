@@ -109,3 +109,55 @@ def test_a_placement_with_no_room_for_gaps_has_none():
     assert gaps(wants, chip, 48 * KB) is None                     # nor for the half cycle
     assert gaps(wants, get_chip("310P3"), 48 * KB) == (0, 0, 0)   # banks not published
     assert staggered(8192, 2, chip) * 2 % 512 == 256
+
+
+def _core():
+    core = AICore(get_chip("910B1"), 0, Mode(timing_only=True))
+    core.begin_block(0, 1)
+    return core
+
+
+def test_transdata_to_5hd_with_its_16_rows_in_one_bank_group_takes_16_passes():
+    """Each address of TransDataTo5HD's lists is one 32-byte row a repeat: 16 source rows 512
+    bytes apart all lie in one bank group (15 more passes a repeat); an odd pitch of 17 blocks
+    spreads them over the 16 groups, as kernels/transpose.py lays its tiles out."""
+    found = {}
+    for pitch in (512, 544):
+        core = _core()
+        pos = asc.TPosition.VECCALC
+        src = [asc.local_tensor(pos, F16, i * pitch, 16) for i in range(16)]
+        dst = [asc.local_tensor(pos, F16, 64 * KB + 32 + i * 544, 16) for i in range(16)]
+        asc.trans_data_to_5hd(dst, src, asc.TransDataTo5HDParams(repeat_times=4,
+                                                                  dst_rep_stride=1,
+                                                                  src_rep_stride=1))
+        core.end_block(check=False)
+        found[pitch] = list(core.bank_conflicts)
+    assert found[512] == [4 * 15, 0] and found[544] == [0, 0]
+
+
+def test_reductions_and_broadcasts_pay_for_strided_blocks_in_one_bank_group():
+    """A whole-repeat reduce reading blocks 16 apart, and a Brcb writing them, take 8 passes a
+    repeat: 7 more each."""
+    core = _core()
+    pos = asc.TPosition.VECCALC
+    x = asc.local_tensor(pos, np.float32, 0, 64 * 16 * 2)
+    out = asc.local_tensor(pos, np.float32, 96 * KB, 64)
+    asc.whole_reduce_sum(out, x, 64, 2, src_blk_stride=16, src_rep_stride=1)
+    assert list(core.bank_conflicts) == [2 * 7, 0]
+    asc.brcb(x, out, 2, dst_blk_stride=16, dst_rep_stride=1)
+    assert list(core.bank_conflicts) == [4 * 7, 0]
+    core.end_block(check=False)
+
+
+def test_compare_and_select_pay_for_sources_in_one_bank_group():
+    core = _core()
+    pos = asc.TPosition.VECCALC
+    a = asc.local_tensor(pos, F16, 0, 128)
+    b = asc.local_tensor(pos, F16, 64 * KB, 128)       # the same bank groups as a
+    mask = asc.local_tensor(pos, np.uint8, 128 * KB, 32)
+    asc.compare(mask, a, b, asc.CmpMode.LT, 128)
+    assert list(core.bank_conflicts) == [1, 0]
+    c = asc.local_tensor(pos, F16, 64 * KB + 256, 128)  # the other 8 groups
+    asc.select(c, mask, a, b, 128)
+    assert core.bank_conflicts[0] == 2
+    core.end_block(check=False)

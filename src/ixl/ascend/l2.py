@@ -24,9 +24,9 @@ The model:
   core brought in is a hit for any core that reads it later in the same launch, as when cores
   share a matrix's columns. A line another core requested earlier is served at the L2 rate at
   once [U: the model does not follow a fill's progress, so a read right behind another core's
-  miss does not wait for that miss's data]. A core may run a little ahead of the others
-  (schedule.QUANTUM_CYCLES): a line whose last touch starts after a move is not there for it,
-  so two cores meeting on a line within that stretch may both fetch it. Within a phase (a launch, or the stretch between
+  miss does not wait for that miss's data]. A core's moves on different pipes need not start
+  in program order, so a move may come after another core's later one: a line whose last
+  touch starts after the move is not there for it. Within a phase (a launch, or the stretch between
   two SyncAlls) the phase keeps, per line, the phase's allocation count when a move last
   touched it: the line stays while the phase's moves allocate fewer lines than L2 holds since,
   and the lines L2 held when the phase began leave oldest first as the phase allocates. At the

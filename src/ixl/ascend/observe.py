@@ -10,10 +10,10 @@ Memory is tagged by address space (GM and UB on a vector core; L1, L0A, L0B, L0C
 BiasTable and the Fixpipe buffer on a Cube core), so a check written against `Access` covers
 every space a unit adds.
 
-Threading: the calls for one core come in program order from the thread simulating it; with
-IXL_THREADS > 1 different cores call from different threads at once, so an observer keeps its
-state per core. `launch_begin`, `phase_end` and `launch_end` come from the launching thread
-while no core runs.
+Order: the calls for one core come in its program order; the cores of a launch run
+interleaved in modeled time (schedule.Runner), so calls of different cores interleave and an
+observer keeps its state per core. `launch_begin`, `phase_end` and `launch_end` come while no
+core runs.
 """
 
 from __future__ import annotations

@@ -29,15 +29,6 @@ from .crosscore import CrossCoreWait, FlagBoard
 from .errors import IllegalInstruction, KernelTimeout
 
 
-# How far (in core cycles) a core runs ahead of the earliest paused core before it hands over
-# [U: a simulation quantum, not a chip fact]. Interleaving at every move would be exact, but
-# each hand-over moves the host to another core's working set; within the quantum a move may
-# find in L2 a line another core brings in up to this long after it, or miss one brought in
-# that long before. 2048 cycles (1.1 us at 1.85 GHz) is about one 64 KB move into L1 at the L2
-# rate, or a few moves of a vector kernel.
-QUANTUM_CYCLES = 0.0
-
-
 class KernelType(enum.Enum):
     """What a kernel runs on: its block_dim counts AIVs, AICs, or groups of 1 AIC + 2 AIV."""
 
@@ -161,7 +152,7 @@ class Runner:
             heapq.heappush(pending, entry)
             self._pause(core)               # the runner decides who goes next
             return
-        if not pending or ready <= pending[0][0] + QUANTUM_CYCLES:
+        if not pending or entry[:2] <= pending[0][:2]:
             return
         nxt = heapq.heappushpop(pending, entry)[2]
         core.pause()

@@ -232,6 +232,19 @@ def _issue_count(op: str, cycles: float, count: int, dst: LocalTensor, srcs) -> 
                           (Operand.contiguous(dst.offset, count * dst.itemsize),), repeats)
 
 
+def _issue_elements(op: str, cycles: float, count: int, reads: tuple[LocalTensor, ...],
+                    writes: tuple[LocalTensor, ...]) -> None:
+    """Issue an instruction whose element operands are contiguous from their starts, in
+    repeats of 256 bytes of the first (UB banks: ubbanks.py; a compare's or select's bitmask,
+    a few bytes a repeat, is left out [U])."""
+    first = (*reads, *writes)[0]
+    repeats = -(-count * first.itemsize // first.core.chip.repeat_bytes)
+    first.core.vector_issue(op, cycles, tuple(Operand.contiguous(t.offset, count * t.itemsize)
+                                              for t in reads),
+                            tuple(Operand.contiguous(t.offset, count * t.itemsize)
+                                  for t in writes), repeats)
+
+
 def _issue_strided(op: str, cycles: float, operands, repeats: int) -> None:
     """Issue a mask/repeat-form instruction: `operands` as given to `_strided` (dst first)."""
     core = operands[0][0].core
@@ -509,7 +522,9 @@ def _whole_reduce(op: str, fn):
             if not core.mode.timing_only:
                 vals = src.view()[idx[0]].astype(np.float32)
                 dst.view()[np.arange(repeat_times) * dst_rep_stride] = fn(vals, axis=1)
-        core.issue(Pipe.V, op, core.costs.vector(op, src.itemsize, repeat_times * lanes))
+        core.vector_issue(op, core.costs.vector(op, src.itemsize, repeat_times * lanes),
+                          (Operand(src.offset, src_blk_stride, src_rep_stride),), (),
+                          repeat_times)
         if core.observers:
             ops = ((), ()) if idx is None else (
                 (src.access(idx[0], "src"),),
@@ -591,7 +606,8 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
     core = dst.core
     bits = None if core.mode.timing_only else _CMP[mode](src0.view(count), src1.view(count))
     _write_bits("compare", dst, bits, count)
-    core.issue(Pipe.V, "compare", core.costs.vector("compare", src0.itemsize, count))
+    _issue_elements("compare", core.costs.vector("compare", src0.itemsize, count), count,
+                    (src0, src1), ())
     if core.observers:
         core.observe(Pipe.V, "compare", *_bit_operands(count, dst, ((src0, "src0"),
                                                                    (src1, "src1"))))
@@ -607,7 +623,8 @@ def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar: float, mode: CmpM
     core = dst.core
     bits = None if core.mode.timing_only else _CMP[mode](src.view(count), src.dtype.type(scalar))
     _write_bits("compare_scalar", dst, bits, count)
-    core.issue(Pipe.V, "compare_scalar", core.costs.vector("compare", src.itemsize, count))
+    _issue_elements("compare_scalar", core.costs.vector("compare", src.itemsize, count), count,
+                    (src,), ())
     if core.observers:
         core.observe(Pipe.V, "compare_scalar", *_bit_operands(count, dst, ((src, "src"),)))
 
@@ -630,7 +647,8 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1: LocalTe
         bits = np.unpackbits(mask.view(count // 8), bitorder="little").astype(bool)
         other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
         dst.view(count)[...] = np.where(bits, src0.view(count), other)
-    core.issue(Pipe.V, "select", core.costs.vector("select", dst.itemsize, count))
+    _issue_elements("select", core.costs.vector("select", dst.itemsize, count), count,
+                    (src0, *((src1,) if isinstance(src1, LocalTensor) else ())), (dst,))
     if core.observers:
         core.observe(Pipe.V, "select", *_select_operands(count, dst, mask, src0, src1))
 
@@ -666,8 +684,9 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
         _check_extent("brcb", src, repeat_times * 8, "src")
         if not core.mode.timing_only:
             dst.view()[idx] = src.view(repeat_times * 8)[:, None]
-    core.issue(Pipe.V, "brcb", core.costs.vector("duplicate", dst.itemsize,
-                                                 repeat_times * core.chip.lanes(dst.itemsize)))
+    core.vector_issue("brcb", core.costs.vector("duplicate", dst.itemsize,
+                                                repeat_times * core.chip.lanes(dst.itemsize)),
+                      (), (Operand(dst.offset, dst_blk_stride, dst_rep_stride),), repeat_times)
     if core.observers:                       # element k of src fills block k of dst
         ops = ((), ()) if idx is None else (
             (src.access(np.arange(repeat_times * 8)[:, None], "src"),), (dst.access(idx, "dst"),))

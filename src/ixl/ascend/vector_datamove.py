@@ -31,6 +31,7 @@ from .errors import AicoreOutOfBound, IllegalInstruction
 from .observe import Access, Space
 from .pipe import LocalTensor
 from .timeline import Pipe
+from .ubbanks import BLOCK, Operand
 from .vector import _check_aligned, _check_extent
 
 _U32 = np.dtype(np.uint32)
@@ -226,8 +227,13 @@ def trans_data_to_5hd(dst_list: list[LocalTensor], src_list: list[LocalTensor],
         if not core.mode.timing_only:
             ub = core.ub_view(0, core.chip.ub_bytes, op).view(first.dtype)
             ub[dst_idx] = ub[src_idx]
-    core.issue(Pipe.V, op, core.costs.vector("transpose", first.itemsize,
-                                             repeats * 16 * blk))
+    # each address is one 32-byte row a repeat (UB banks: ubbanks.py)
+    lead = 1 if moves_once else 0
+    rows = [tuple(Operand(t.offset + lead * stride * BLOCK, 0, stride) for t in ts)
+            for ts, stride in ((src_list, params.src_rep_stride),
+                               (dst_list, params.dst_rep_stride))]
+    core.vector_issue(op, core.costs.vector("transpose", first.itemsize, repeats * 16 * blk),
+                      rows[0], rows[1], repeats)
     if core.observers:
         ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
         if src_idx is not None and dst_idx is not None:        # repeats > 0

@@ -17,6 +17,7 @@ import numpy as np
 
 from .pipe import LocalTensor
 from .timeline import Pipe
+from .ubbanks import Operand
 from .vector import (
     _FLOAT,
     _check_aligned,
@@ -57,7 +58,9 @@ def _block_reduce(op: str, fn, identity: float):
                 res = fn(vals.reshape(repeat_times, blocks, blk), axis=2)
                 dst.view()[out] = res[:, written]
         cost_key = _COST_KEY[src.itemsize]
-        core.issue(Pipe.V, op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes))
+        core.vector_issue(op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes),
+                          (Operand(src.offset, src_blk_stride, src_rep_stride),), (),
+                          repeat_times)
         if core.observers:
             core.observe(Pipe.V, op, *operands)
     instr.__name__ = op

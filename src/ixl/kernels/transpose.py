@@ -40,6 +40,7 @@ from .row_move import (
 )
 from .row_move import plan as row_plan
 from .tiling import Tiling, split_units
+from .ub_place import row_pitch
 from .version import BUILT_FOR_RUNTIME
 
 SOURCE_ROWS = 16                    # source blocks per TransDataTo5HD repeat
@@ -76,8 +77,8 @@ class TransposeTiling(Tiling):
     tile_rows: int         # Ta
     tile_cols: int         # Tb
     chunk: int             # Tc: output rows transposed and written at a time
-    in_pitch: int          # UB elements per source row (Tb padded to a block)
-    out_pitch: int         # UB elements per output row (Ta padded to 16)
+    in_pitch: int          # UB elements per source row (Tb in blocks, ub_place.row_pitch)
+    out_pitch: int         # UB elements per output row (Ta padded to 16, in the same way)
     in_buffers: int
     per_core: int          # tiles per core
     dtype: str
@@ -95,7 +96,8 @@ class TransposeTiling(Tiling):
 def tile_plan(shape: tuple, perm: tuple, dtype: str, chip: ChipSpec,
               config: TuningConfig | None) -> LaunchPlan:
     """Tiles of 512 bytes a side where the dims allow, shrunk until the input tile (double
-    buffered if it fits twice, else once) and two output chunks fit UB."""
+    buffered if it fits twice, with output rows of half a burst if need be; else once) and two
+    output chunks fit UB."""
     config = (config or TuningConfig()).only(TUNING_FIELDS, "the transpose kernel")
     isz = to_numpy(dtype).itemsize                 # 2 or 4: what TransDataTo5HD takes
     rank = len(shape)
@@ -113,11 +115,12 @@ def tile_plan(shape: tuple, perm: tuple, dtype: str, chip: ChipSpec,
     tb = min(round_up(cols, blk), grid)
 
     def fits(ta: int, tb: int, tc: int, buffers: int) -> bool:
-        src = round_up(ta, SOURCE_ROWS) * round_up(tb, blk) * isz
-        out = tc * round_up(ta, SOURCE_ROWS) * isz
+        src = round_up(ta, SOURCE_ROWS) * row_pitch(tb, isz, chip) * isz
+        out = tc * row_pitch(round_up(ta, SOURCE_ROWS), isz, chip, out_run) * isz
         return buffers * src + 2 * out <= chip.ub_bytes
 
     out_block = 16 if isz == 2 else 8            # output rows per repeat
+    out_run = 16 // out_block                    # blocks a repeat writes to each output row
     buffers = config.buffers
     while True:
         tc = round_up(tb, out_block)
@@ -125,6 +128,9 @@ def tile_plan(shape: tuple, perm: tuple, dtype: str, chip: ChipSpec,
             tc -= out_block
         if fits(ta, tb, tc, buffers):
             break
+        if buffers > 1 and ta > grid // 2 and fits(ta // 2, tb, out_block, buffers):
+            ta //= 2              # double buffered, output rows down to half a burst
+            continue
         if buffers > 1 and fits(ta, tb, out_block, 1):
             buffers = 1
             continue
@@ -139,7 +145,8 @@ def tile_plan(shape: tuple, perm: tuple, dtype: str, chip: ChipSpec,
     block_dim, per_core = split_units(tiles, chip, config.block_dim)
     return LaunchPlan(block_dim, TransposeTiling(
         batch, rows, cols, in_strides[a], out_strides[where[rank - 1]], ta, tb, tc,
-        round_up(tb, blk), round_up(ta, SOURCE_ROWS), buffers, per_core, dtype, config))
+        row_pitch(tb, isz, chip), row_pitch(round_up(ta, SOURCE_ROWS), isz, chip, out_run),
+        buffers, per_core, dtype, config))
 
 
 # ---------------------------------------------------------------- the device kernel
@@ -161,7 +168,7 @@ class TransposeKernel:
         pipe = asc.TPipe()
         self.in_q, self.out_q = asc.TQue(asc.TPosition.VECIN), asc.TQue(asc.TPosition.VECOUT)
         pipe.init_buffer(self.in_q, tiling.in_buffers,
-                         tiling.out_pitch * tiling.in_pitch * isz)
+                         round_up(tiling.tile_rows, SOURCE_ROWS) * tiling.in_pitch * isz)
         pipe.init_buffer(self.out_q, 2, tiling.chunk * tiling.out_pitch * isz)
 
     def process(self) -> None:

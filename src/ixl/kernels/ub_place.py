@@ -12,6 +12,8 @@ same with a gap (a TBuf that is never read) before a buffer that must start else
 - `apart`: a destination starts at least one bank stretch (bank groups x bank bytes: 64 KB on
   the A2) after a source, in the same place of the cycle, so no repeat reads and writes one
   bank; taken only when UB has room for it, else the buffer is placed `against` its own.
+- `row_pitch`: the rows of a tile an odd number of blocks apart (of runs of blocks), so that
+  one block (run) from each of consecutive rows lies in consecutive bank groups.
 
 A chip whose banks are not published (ub_bank_groups = 0) gets no gaps.
 """
@@ -83,6 +85,19 @@ def pad(pipe: asc.TPipe, nbytes: int) -> None:
     """A gap of `nbytes` at the pipe's cursor: a buffer that is never read."""
     if nbytes:
         pipe.init_buffer(asc.TBuf(), nbytes)
+
+
+def row_pitch(elems: int, itemsize: int, chip: ChipSpec, run: int = 1) -> int:
+    """Elements from one row of a UB tile to the next: `elems` in whole blocks, and on a chip
+    with published banks an odd multiple of `run` blocks, so that an instruction taking `run`
+    consecutive blocks from each of several rows (TransDataTo5HD's 16 addresses: one block a
+    row, or two for a float32 destination) finds them in as many bank groups."""
+    blk = chip.block_elems(itemsize)
+    blocks = -(-elems // blk)
+    if chip.ub_bank_groups:
+        odd = -(-blocks // run)
+        blocks = (odd + 1 - odd % 2) * run
+    return blocks * blk
 
 
 def staggered(elems: int, itemsize: int, chip: ChipSpec) -> int:

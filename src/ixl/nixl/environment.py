@@ -29,8 +29,9 @@ def _check_choice(name: str, allowed, meaning: str) -> str | None:
 def _check_threads() -> str | None:
     value = _value("IXL_THREADS")
     if value and not (value.isdigit() and int(value) >= 1):
-        return (f"IXL_THREADS={value!r} is not allowed: a positive integer, the host threads "
-                f"that simulate cores (default 1)")
+        return (f"IXL_THREADS={value!r} is not allowed: a positive integer (it is no longer "
+                f"read: the cores of a launch run interleaved in modeled time on one host "
+                f"thread)")
     return None
 
 

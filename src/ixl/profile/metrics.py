@@ -11,6 +11,11 @@ aic_mac_ratio x aic_time(us). The rest:
   compute unit (vector, or Cube) is idle, i.e. moves not hidden behind compute; averaged over
   cores.
 - bubble_ratio: the share of each core's time in which its bound pipe is idle.
+- achieved_bandwidth(GB/s): the bytes the cores moved to and from GM (L2 hits included) over
+  the task duration; peak_bandwidth(GB/s) is HBM's. bandwidth_util: the longer of the times the
+  launch's HBM bytes would take at HBM's peak and its L2 bytes at L2's, over the task duration
+  (how busy the busier of the two was; with L2 hits the achieved bandwidth can exceed HBM's
+  peak).
 - L2, in msprof's L2Cache words (bytes, where msprof counts requests): l2_total_cache_hit_rate
   (requests L2 served or absorbed in lines it held), the read and write hits and
   miss-allocates, bypasses (CacheMode.DISABLE), victim write-backs of dirty lines, and
@@ -101,8 +106,10 @@ def launch_metrics(rec: LaunchRecord) -> Metrics:
     v["gm_bytes"] = gm_bytes
     v["achieved_bandwidth(GB/s)"] = round(achieved, 2)
     v["peak_bandwidth(GB/s)"] = round(peak, 2)
-    v["bandwidth_util"] = round(achieved / peak, 4) if peak else 0.0
     l2 = _l2_values(v, cores)
+    l2_peak = cost_table(chip.arch).raw["l2"]["bytes_per_cycle"] * clock * 1e6 / 1e9
+    need_us = max(l2.hbm_bytes / peak, l2.l2_bytes / l2_peak) / 1e3 if peak else 0.0
+    v["bandwidth_util"] = round(need_us / rec.time_us, 4) if rec.time_us else 0.0
     v["ub_peak_bytes"] = max((c.ub_peak for c in cores), default=0)
     v["launch_share"] = round(rec.launch_us / rec.time_us, 4) if rec.time_us else 0.0
 
