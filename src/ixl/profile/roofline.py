@@ -23,16 +23,20 @@ class CopyTiling:
 
 
 def copy_kernel(ctx: KernelContext, src: asc.GlobalTensor, dst: asc.GlobalTensor) -> None:
-    """Each core reads its `reads` bytes and writes its `writes` bytes, tile by tile, a write
-    riding along with each read until both are done (double buffered, moves only)."""
+    """Each core reads its `reads` bytes and writes its `writes` bytes, tile by tile, the
+    writes spread evenly over the reads (as a kernel writes its outputs along: written early,
+    more of them would leave L2 during the launch), double buffered, moves only."""
     t: CopyTiling = ctx.tiling
     r0, w0 = ctx.block_idx * t.reads, ctx.block_idx * t.writes
     r_len = max(0, min(t.reads, src.count - r0))
     w_len = max(0, min(t.writes, dst.count - w0))
+    n_reads, n_writes = ceil_div(r_len, t.tile), ceil_div(w_len, t.tile)
+    steps = max(n_reads, n_writes)
     pipe = asc.TPipe()
     q = asc.TQue(asc.TPosition.VECIN)
     pipe.init_buffer(q, 2, t.tile)
-    for step in range(max(ceil_div(r_len, t.tile), ceil_div(w_len, t.tile))):
+    written = 0
+    for step in range(steps):
         off = step * t.tile
         x = q.alloc_tensor(np.uint8)
         if off < r_len:
@@ -40,9 +44,11 @@ def copy_kernel(ctx: KernelContext, src: asc.GlobalTensor, dst: asc.GlobalTensor
                               asc.DataCopyExtParams(1, min(t.tile, r_len - off), 0, 0))
         q.enque(x)
         x = q.deque()
-        if off < w_len:
-            asc.data_copy_pad(dst[w0 + off], x,
-                              asc.DataCopyExtParams(1, min(t.tile, w_len - off), 0, 0))
+        while written < n_writes and written * steps < (step + 1) * n_writes:
+            w_off = written * t.tile
+            asc.data_copy_pad(dst[w0 + w_off], x,
+                              asc.DataCopyExtParams(1, min(t.tile, w_len - w_off), 0, 0))
+            written += 1
         q.free_tensor(x)
 
 
