@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -155,6 +155,7 @@ class AICore:
         self.pending_wait: CrossCoreWait | None = None   # made but not yet yielded
         self.scheduler: Runner | None = None   # the runner interleaving the launch's cores
         self.run_rank = 0            # its place in the run order (breaks ties between moves)
+        self.greenlet: Any = None    # what runs its blocks during a launch (schedule.py)
         # the Cube's configuration registers (set_hf32_mode, set_fmatrix, ...) and L0C unit
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None

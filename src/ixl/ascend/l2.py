@@ -122,7 +122,10 @@ class _Lines:
 
 
 def _count(idx) -> int:
-    return idx.stop - idx.start if isinstance(idx, slice) else len(idx)
+    """Lines in a move's index: a slice, an array, or one line's number."""
+    if isinstance(idx, slice):
+        return idx.stop - idx.start
+    return 1 if isinstance(idx, int) else len(idx)
 
 
 def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_pitch: int,
@@ -238,22 +241,32 @@ class L2View:
         if nbytes == 0 or seg is None:
             return 0, 0, 0, 0.0
         ph = self.phase
-        idx = line_index(gm.addr - seg.addr + offset, count, width, pitch, outer, outer_pitch,
-                         ph.line)
+        idx: slice | np.ndarray | int = line_index(gm.addr - seg.addr + offset, count, width,
+                                                   pitch, outer, outer_pitch, ph.line)
         marks, touched = ph.marks_of(seg)
         lines = seg.l2
         floor = max(0, ph.allocated + 1 - ph.capacity_lines)
         n = _count(idx)
-        mine = marks[idx]
-        resident = (mine > floor) & (touched[idx] <= ready)     # not a later move's line
-        if lines is not None:
-            resident |= (lines.stamp[idx] > ph.snap_threshold) & (mine >= 0)
-        hit_lines = int(np.count_nonzero(resident))
+        if n == 1:                          # one line (small moves): no arrays
+            assert not isinstance(idx, int)
+            idx = first = idx.start if isinstance(idx, slice) else int(idx[0])
+            mine = marks[first]
+            hit_lines = int((mine > floor and touched[first] <= ready)
+                            or (lines is not None and mine >= 0
+                                and lines.stamp[first] > ph.snap_threshold))
+        else:
+            assert not isinstance(idx, int)
+            first = idx.start if isinstance(idx, slice) else int(idx[0])
+            mine = marks[idx]
+            resident = (mine > floor) & (touched[idx] <= ready)     # not a later move's line
+            if lines is not None:
+                resident |= (lines.stamp[idx] > ph.snap_threshold) & (mine >= 0)
+            hit_lines = int(np.count_nonzero(resident))
         hit = nbytes * hit_lines // n
         st = self.stats
         met = 0.0
         if not write:
-            key = (seg.addr, idx.start if isinstance(idx, slice) else int(idx[0]))
+            key = (seg.addr, first)
             last = ph.reads.get(key)
             if last is not None and last[0] <= ready < last[1] and last[2] != self.core_id:
                 met = 1.0
@@ -337,9 +350,10 @@ class _Batch:
     def lines(self):
         """Every line its moves touched, once: a slice when contiguous."""
         if len(self.parts) == 1:
-            return self.parts[0]
+            part = self.parts[0]
+            return slice(part, part + 1) if isinstance(part, int) else part
         idx = np.unique(np.concatenate([np.arange(p.start, p.stop) if isinstance(p, slice)
-                                        else p for p in self.parts]))
+                                        else np.atleast_1d(p) for p in self.parts]))
         if idx[-1] - idx[0] + 1 == len(idx):
             return slice(int(idx[0]), int(idx[-1]) + 1)
         return idx

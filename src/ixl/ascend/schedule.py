@@ -118,23 +118,22 @@ class Runner:
         self.blocked: dict = {}       # core id -> (core, flag id) it waits for
         self.barrier: list = []       # cores at a SyncAll
         self.seen = 0                 # the board's deliveries the runner has looked at
-        self.lets: dict = {}
         self.main: greenlet.greenlet | None = None
 
     def run(self, body: Callable[[AICore], object]) -> None:
         self.main = greenlet.getcurrent()
         for c in self.cores:
             c.scheduler = self
-            self.lets[c.core_id] = greenlet.greenlet(partial(self._core_main, c, body))
+            c.greenlet = greenlet.greenlet(partial(self._core_main, c, body))
         try:
-            self.fresh = set(self.lets)
+            self.fresh = {c.core_id for c in self.cores}
             for c in self.cores:          # each to its first move, a wait, or its end
                 self._switch(c)
             self._drive()
         finally:
             for c in self.cores:
                 c.scheduler = None
-                let = self.lets[c.core_id]
+                let, c.greenlet = c.greenlet, None
                 if not let.dead:          # another core failed: end this one's block too
                     let.throw()
         self.end_phase()
@@ -152,12 +151,11 @@ class Runner:
             heapq.heappush(pending, entry)
             self._pause(core)               # the runner decides who goes next
             return
-        if not pending or entry[:2] <= pending[0][:2]:
+        if not pending or entry < pending[0]:          # ranks differ: never compares cores
             return
         nxt = heapq.heappushpop(pending, entry)[2]
-        core.pause()
         nxt.resume()
-        self.lets[nxt.core_id].switch()
+        nxt.greenlet.switch()
         core.resume()
 
     def _core_main(self, core: AICore, body) -> None:
@@ -217,7 +215,7 @@ class Runner:
     def _switch(self, core: AICore) -> None:
         """Run `core` until it pauses or its blocks end."""
         core.resume()
-        self.lets[core.core_id].switch()
+        core.greenlet.switch()
         core.pause()
 
     def _woken(self) -> bool:

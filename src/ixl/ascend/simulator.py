@@ -27,6 +27,7 @@ from .crosscore import FlagBoard
 from .errors import KernelTimeout
 from .gm import GlobalMemory, GlobalTensor
 from .host_blas import one_blas_thread
+from .host_gc import collector_paused
 from .l2 import L2Stats, l2_cache
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
@@ -194,7 +195,7 @@ class SimulatedChip:
 
         A body that is a generator meets the other cores at each `yield sync_all()` (SyncAll),
         and waits for another core's flag at each `yield cross_core_wait_flag(id)`."""
-        with self._lock, one_blas_thread():
+        with self._lock, one_blas_thread(), collector_paused():
             return self._launch(name, body, block_num, mode, args, kind)
 
     def _launch(self, name, body, block_num, mode, args, kind) -> LaunchRecord:
