@@ -78,10 +78,9 @@ def test_data_one_core_brought_in_hits_for_another_core_in_the_next_launch():
     assert sum(c.l2.read_hit for c in rec.cores) == 2 * MB
 
 
-def test_cores_reading_the_same_data_in_one_launch_fetch_it_from_hbm_once():
-    """The cores run interleaved in modeled time: what one core reads first is in L2 for the
-    others (each core reads the whole tensor, staggered so that each tile is first read by
-    one of them)."""
+def _tiles_read_by_four_cores(stagger: bool):
+    """Four cores each read all 8 tiles of one tensor: in the same order, or block b starting
+    at tile 2b."""
     h = Harness()
     x = h.empty((8 * TILE,), np.uint8, "x")
 
@@ -92,11 +91,18 @@ def test_cores_reading_the_same_data_in_one_launch_fetch_it_from_hbm_once():
         pipe.init_buffer(q, 2, TILE)
         for i in range(8):
             t = q.alloc_tensor(np.uint8)
-            asc.data_copy(t, x.reinterpret(np.uint8)[(i + 2 * b) % 8 * TILE], TILE)
+            k = (i + 2 * b) % 8 if stagger else i
+            asc.data_copy(t, x.reinterpret(np.uint8)[k * TILE], TILE)
             q.enque(t)
             q.free_tensor(q.deque())
+    return _launch(h, body, blocks=4)
 
-    rec = _launch(h, body, blocks=4)
+
+def test_cores_reading_the_same_data_in_one_launch_fetch_it_from_hbm_once():
+    """The cores run interleaved in modeled time: what one core reads first is in L2 for the
+    others (each core reads the whole tensor, staggered so that each tile is first read by
+    one of them)."""
+    rec = _tiles_read_by_four_cores(stagger=True)
     assert sum(c.l2.read_miss for c in rec.cores) == 8 * TILE      # each tile once
     assert sum(c.l2.read_hit for c in rec.cores) == 24 * TILE
     assert all(c.l2.read_miss == 2 * TILE for c in rec.cores)      # the first two steps
@@ -150,24 +156,7 @@ def test_persistent_mode_is_refused_as_ascend_c_does():
 def test_cores_streaming_the_same_lines_at_once_pay_more_than_staggered_ones():
     """[MEMOPT]: cores hitting the same 512 B at the same time serialize (10-20%); cores that
     each start at their own offset do not meet."""
-    def run(stagger: bool):
-        h = Harness()
-        x = h.empty((8 * TILE,), np.uint8, "x")
-
-        def body(core):
-            b = get_block_idx()
-            pipe = asc.TPipe()
-            q = asc.TQue(asc.TPosition.VECIN)
-            pipe.init_buffer(q, 2, TILE)
-            for i in range(8):
-                x_tile = q.alloc_tensor(np.uint8)
-                k = (i + 2 * b) % 8 if stagger else i
-                asc.data_copy(x_tile, x.reinterpret(np.uint8)[k * TILE], TILE)
-                q.enque(x_tile)
-                q.free_tensor(q.deque())
-        return _launch(h, body, blocks=4)
-
-    same, staggered = run(False), run(True)
+    same, staggered = _tiles_read_by_four_cores(False), _tiles_read_by_four_cores(True)
     assert sum(c.l2.same_line_reads for c in same.cores) > 0
     assert sum(c.l2.same_line_reads for c in staggered.cores) == 0
     assert max(c.cycles for c in staggered.cores) < max(c.cycles for c in same.cores)

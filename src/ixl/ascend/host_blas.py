@@ -15,36 +15,36 @@ chips, so the first to start and the last to end hand that role over under one l
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from threadpoolctl import OpenBLASController, ThreadpoolController
 
-_lock = threading.Lock()
+from .host_hold import HostHold
+
 _controller: ThreadpoolController | None = None
-_running = 0            # launches inside `one_blas_thread` (launches of several chips overlap)
-_limiter: Any = None    # restores the user's BLAS threads when the last one leaves
+_limiter: Any = None    # restores the user's BLAS threads when the last launch leaves
 
 
-@contextmanager
-def one_blas_thread() -> Iterator[None]:
-    global _controller, _running, _limiter
-    with _lock:
-        if _running == 0:
-            if _controller is None:
-                _controller = ThreadpoolController()
-            OpenBLASController.clear_controlling_thread(force=True)
-            _limiter = _controller.limit(limits=1, user_api="blas")
-        _running += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _running -= 1
-            if _running == 0:
-                OpenBLASController.clear_controlling_thread(force=True)
-                _limiter.restore_original_limits()
-                OpenBLASController.clear_controlling_thread(force=True)
-                _limiter = None
+def _limit() -> None:
+    global _controller, _limiter
+    if _controller is None:
+        _controller = ThreadpoolController()
+    OpenBLASController.clear_controlling_thread(force=True)
+    _limiter = _controller.limit(limits=1, user_api="blas")
+
+
+def _restore() -> None:
+    global _limiter
+    OpenBLASController.clear_controlling_thread(force=True)
+    _limiter.restore_original_limits()
+    OpenBLASController.clear_controlling_thread(force=True)
+    _limiter = None
+
+
+_hold = HostHold(_limit, _restore)
+
+
+def one_blas_thread() -> AbstractContextManager[None]:
+    """The host's BLAS on one thread until the last running launch ends."""
+    return _hold.held()
