@@ -84,6 +84,44 @@ def test_initializers_are_constants_and_the_profile_names_every_node():
     assert runs[0].path == runs[1].path == "native"        # MatMul on the Cube, Relu on the AIVs
 
 
+def _weighted_reshape(w: onnx.TensorProto) -> onnx.ModelProto:
+    """y = reshape(x @ w, shape): a weight over the structure's threshold and a shape constant
+    whose value shape inference reads."""
+    shape = numpy_helper.from_array(np.array([2, -1], np.int64), "shape")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Reshape", ["h", "shape"], ["y"])]
+    return model(nodes, [tensor("x", [4, 64])], [tensor("y", [2, 256])], initializers=[w, shape])
+
+
+def test_weights_leave_the_checked_structure_and_shapes_are_inferred_as_with_them():
+    from ixl.onnx import structure
+    from ixl.onnx.convert import value_info
+    w = numpy_helper.from_array(np.full((64, 128), 0.5, np.float32), "w")
+    m = _weighted_reshape(w)
+    light = structure.without_weights(m)
+    assert [t.name for t in light.graph.initializer] == ["shape"]
+    assert "w" in [v.name for v in light.graph.input] and len(m.graph.initializer) == 2
+    full = onnx.shape_inference.infer_shapes(m)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in (*full.graph.value_info, *full.graph.output)}
+    info = value_info(m)
+    assert shapes == {"h": [4, 128], "y": [2, 256]}
+    assert {n: list(info[n][1]) for n in shapes} == shapes
+    (y,) = IxlBackend.prepare(m).run({"x": np.ones((4, 64), np.float32)})
+    np.testing.assert_array_equal(y, np.full((2, 256), 32.0, np.float32))
+
+
+def test_a_weight_stored_twice_or_short_of_its_dims_is_refused():
+    from ixl.hixl import BadInput
+    twice = numpy_helper.from_array(np.zeros((64, 128), np.float32), "w")
+    twice.float_data.append(1.0)
+    with pytest.raises(BadInput, match="not valid ONNX: .*w.* one and only one value field"):
+        IxlBackend.prepare(_weighted_reshape(twice))
+    short = onnx.TensorProto(name="w", data_type=F32, dims=[64, 128], raw_data=b"\0" * 64)
+    with pytest.raises(BadInput, match=r"initializer 'w' of dims \[64, 128\] cannot be read"):
+        IxlBackend.prepare(_weighted_reshape(short))
+
+
 def _attention_block():
     """A pre-norm attention block with a GELU MLP: the composition a real model asks for."""
     rng = np.random.default_rng(2)

@@ -112,6 +112,7 @@ def test_float16_needs_the_passes_the_exported_pow_overflows(models, monkeypatch
     raw = models("float16", optimise=False).generate(prompt, 1)
     assert len(overflows) == 61 and sum(overflows) > 0
     assert raw.tokens != PROMPTS[0]["new_ids"][:1]
-    overflows.clear()
-    fused = models("float16").generate(prompt, 1)
-    assert not overflows and fused.tokens == PROMPTS[0]["new_ids"][:1]
+    # optimised, no Pow is left to overflow; that its tokens are the reference's is
+    # test_narrow_dtypes_agree_with_the_reference's float16 case, on the same prompt
+    ops = [node.op for node in models("float16").decoder.graph.nodes]
+    assert "Pow" not in ops and ops.count("RMSNormalization") == 61

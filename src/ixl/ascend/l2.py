@@ -177,8 +177,8 @@ class Phase:
         self.next_evicted = self.cum_bytes[0] if len(self.stamps) else float("inf")
         self.dirty_log: deque = deque()    # (mark, segment addr, lines) of the phase's writes
         self.owed = 0.0                    # write-back bytes each core owes so far
-        self.reads: dict[tuple[int, int], tuple[float, float, int]] = {}   # (segment addr,
-        #   first line) -> (when the latest read from that line starts, ends, its core)
+        self.reads: dict[int, tuple[float, float, int]] = {}   # the GM address of a read's
+        #   first line -> (when the latest read from that line starts, ends, its core)
 
     def view(self, core_id: int) -> L2View:
         return L2View(self, core_id)
@@ -266,7 +266,7 @@ class L2View:
         st = self.stats
         met = 0.0
         if not write:
-            key = (seg.addr, first)
+            key = seg.addr + first * ph.line          # an int: a key the collector skips
             last = ph.reads.get(key)
             if last is not None and last[0] <= ready < last[1] and last[2] != self.core_id:
                 met = 1.0
@@ -349,11 +349,15 @@ class _Batch:
 
     def lines(self):
         """Every line its moves touched, once: a slice when contiguous."""
-        if len(self.parts) == 1:
-            part = self.parts[0]
+        parts = self.parts
+        if len(parts) == 1:
+            part = parts[0]
             return slice(part, part + 1) if isinstance(part, int) else part
-        idx = np.unique(np.concatenate([np.arange(p.start, p.stop) if isinstance(p, slice)
-                                        else np.atleast_1d(p) for p in self.parts]))
+        if all(isinstance(p, int) for p in parts):          # one-line moves
+            idx = np.unique(np.array(parts, np.int64))
+        else:
+            idx = np.unique(np.concatenate([np.arange(p.start, p.stop) if isinstance(p, slice)
+                                            else np.atleast_1d(p) for p in parts]))
         if idx[-1] - idx[0] + 1 == len(idx):
             return slice(int(idx[0]), int(idx[-1]) + 1)
         return idx
@@ -396,8 +400,7 @@ class _Order:
     def forget(self, stamps: np.ndarray, dirty_stamps: np.ndarray) -> None:
         for counts, gone in ((self.lines, stamps), (self.dirty, dirty_stamps)):
             if gone.size:
-                s, c = np.unique(gone, return_counts=True)
-                counts[s - self.base] -= c
+                np.subtract.at(counts, gone - self.base, 1)     # a stamp may repeat
 
     def evict(self, excess: int) -> tuple[int, int, int] | None:
         """Drop the oldest entries until `excess` lines have left: (the last stamp dropped,

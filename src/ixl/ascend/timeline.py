@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import itertools
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
@@ -262,7 +263,8 @@ def union(a: list, b: list) -> list:
         return a
     if not a:
         return b
-    iv = np.array(a + b, dtype=float)
+    iv = np.fromiter(itertools.chain.from_iterable(a + b), float, 2 * (len(a) + len(b)))
+    iv = iv.reshape(-1, 2)
     iv = iv[np.argsort(iv[:, 0], kind="stable")]
     reach = np.maximum.accumulate(iv[:, 1])
     new = np.empty(len(iv), bool)

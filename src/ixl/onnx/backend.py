@@ -29,6 +29,7 @@ from ..nixl import Device, GraphRecord, RunRecord, device, log
 from ..nixl.graph import Graph
 from .convert import Converted, ValueSpec, convert
 from .passes import host_only_inputs, specialized
+from .structure import check_weights, without_weights
 
 SPECIALISATIONS = 64        # per prepared model ([U]: a bound on memory)
 
@@ -221,7 +222,8 @@ class IxlBackend(Backend):
         """`model` is an onnx.ModelProto or the path of an .onnx file."""
         model = load_model(model)
         try:
-            super().prepare(model, device, **kwargs)      # onnx.checker
+            super().prepare(without_weights(model), device, **kwargs)      # onnx.checker
+            check_weights(model)
         except onnx.checker.ValidationError as e:
             raise BadInput(f"the model is not valid ONNX: {e}") from None
         return IxlBackendRep(convert(model), chip, debug, dim_ranges, buckets)

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 import onnx
 from onnx import numpy_helper
 
+from ..hixl import BadInput
 from ..hixl.dtypes import name_of
 from ..hixl.errors import DtypeError
 from ..nixl import Graph
 from .errors import UnsupportedOnnx
+from .structure import without_weights
 from .translate import dtype_name, translate_node
 
 
@@ -46,7 +48,11 @@ def _value_spec(value: onnx.ValueInfoProto, what: str) -> ValueSpec:
 
 
 def _initializer(tensor: onnx.TensorProto):
-    array = numpy_helper.to_array(tensor)
+    try:
+        array = numpy_helper.to_array(tensor)
+    except ValueError as e:      # its bytes do not fill its dims
+        raise BadInput(f"initializer {tensor.name!r} of dims {list(tensor.dims)} cannot be "
+                       f"read: {e}") from None
     try:
         name_of(array.dtype)
     except DtypeError:
@@ -68,7 +74,7 @@ def value_info(model: onnx.ModelProto) -> dict[str, tuple[str | None, tuple | No
     dims), a dim None where symbolic. A model shape inference cannot read gives what the
     model declares."""
     try:
-        model = onnx.shape_inference.infer_shapes(model)
+        model = onnx.shape_inference.infer_shapes(without_weights(model))
     except Exception:  # noqa: BLE001  (inference is a help here; the checker judged the model)
         pass
     info: dict[str, tuple[str | None, tuple | None]] = {}
