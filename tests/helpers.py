@@ -68,3 +68,12 @@ def run_arrays(dev, op, arrays, config=None, **attrs):
     finally:
         for o in outs:
             o.free()
+
+
+# The command's own entry point as a shell starts it: SIGINT at its default handler and not
+# blocked, whatever disposition or mask the test's worker process inherited or was left with;
+# it says when it is past its imports (a Ctrl-C during the interpreter's start-up is Python's,
+# not the command's).
+CLI_ENTRY = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); import ixl.cli; "
+             "print('ready', file=sys.stderr, flush=True); sys.exit(ixl.cli.main(sys.argv[1:]))")

@@ -31,6 +31,7 @@ from ixl.nixl import (
 )
 from ixl.nixl.device import Device
 from ixl.nixl.registry import Registry
+from tests.helpers import CLI_ENTRY
 
 IXL_ERRORS = (HixlError, NixlError, ChipError, UnknownChipError)
 
@@ -539,21 +540,21 @@ def test_output_paths_are_reported_as_written(files, monkeypatch, capsys, tmp_pa
 
 # ---------------------------------------------------------------- real processes
 
-# The command's own entry point, saying when it is past its imports (a Ctrl-C during the
-# interpreter's start-up is Python's, not the command's).
-ENTRY = ("import sys, ixl.cli; print('ready', file=sys.stderr, flush=True); "
-         "sys.exit(ixl.cli.main(sys.argv[1:]))")
-
 
 def test_ctrl_c_during_a_long_run_prints_one_line_and_exits_130(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", ENTRY, "run", "Add", "--shape",
+    proc = subprocess.Popen([sys.executable, "-c", CLI_ENTRY, "run", "Add", "--shape",
                              "100000,100000", "--timing-only", "--trace", "t.json"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    assert proc.stderr.readline() == "ready\n"
-    time.sleep(1.0)                      # well inside the run (about 30 s of simulation)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        assert proc.stderr.readline() == "ready\n"
+        time.sleep(1.0)                      # well inside the run (about 30 s of simulation)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:              # a run that did not stop must not outlive it
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130
     assert out == "" and err == "ixl: interrupted\n"
     assert list(tmp_path.iterdir()) == []

@@ -32,6 +32,7 @@ from ixl.nixl import device
 from ixl.profile import timing_run
 from ixl.profile.timing_task import TimingCase
 from ixl.verify.sweep import verify_sweep
+from tests.helpers import CLI_ENTRY
 
 
 @dataclass(frozen=True)
@@ -254,9 +255,6 @@ def test_verify_json_is_the_same_on_every_backend_and_from_the_file(tmp_path, ca
 
 # ---------------------------------------------------------------- real processes
 
-ENTRY = ("import sys, ixl.cli; print('ready', file=sys.stderr, flush=True); "
-         "sys.exit(ixl.cli.main(sys.argv[1:]))")
-
 
 def _records(path):
     if not path.exists():
@@ -266,7 +264,7 @@ def _records(path):
 
 
 def _start(argv, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", ENTRY, *argv], cwd=tmp_path,
+    proc = subprocess.Popen([sys.executable, "-c", CLI_ENTRY, *argv], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     assert proc.stderr.readline() == "ready\n"
