@@ -241,22 +241,20 @@ class L2View:
         if nbytes == 0 or seg is None:
             return 0, 0, 0, 0.0
         ph = self.phase
-        idx: slice | np.ndarray | int = line_index(gm.addr - seg.addr + offset, count, width,
-                                                   pitch, outer, outer_pitch, ph.line)
+        span = line_index(gm.addr - seg.addr + offset, count, width, pitch, outer, outer_pitch,
+                          ph.line)
+        first = span.start if isinstance(span, slice) else int(span[0])
         marks, touched = ph.marks_of(seg)
         lines = seg.l2
         floor = max(0, ph.allocated + 1 - ph.capacity_lines)
-        n = _count(idx)
-        if n == 1:                          # one line (small moves): no arrays
-            assert not isinstance(idx, int)
-            idx = first = idx.start if isinstance(idx, slice) else int(idx[0])
+        n = _count(span)
+        idx: slice | np.ndarray | int = first if n == 1 else span   # one line: no arrays
+        if n == 1:
             mine = marks[first]
             hit_lines = int((mine > floor and touched[first] <= ready)
                             or (lines is not None and mine >= 0
                                 and lines.stamp[first] > ph.snap_threshold))
         else:
-            assert not isinstance(idx, int)
-            first = idx.start if isinstance(idx, slice) else int(idx[0])
             mine = marks[idx]
             resident = (mine > floor) & (touched[idx] <= ready)     # not a later move's line
             if lines is not None:
