@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -47,12 +48,17 @@ def _value_spec(value: onnx.ValueInfoProto, what: str) -> ValueSpec:
     return ValueSpec(value.name, dtype_name(tensor.elem_type, f"{what} {value.name!r}"), dims)
 
 
-def _initializer(tensor: onnx.TensorProto):
+def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
+    """An initializer's values; a clear error when its bytes do not fill its dims."""
     try:
-        array = numpy_helper.to_array(tensor)
-    except ValueError as e:      # its bytes do not fill its dims
+        return numpy_helper.to_array(tensor)
+    except ValueError as e:
         raise BadInput(f"initializer {tensor.name!r} of dims {list(tensor.dims)} cannot be "
                        f"read: {e}") from None
+
+
+def _initializer(tensor: onnx.TensorProto):
+    array = initializer_array(tensor)
     try:
         name_of(array.dtype)
     except DtypeError:

@@ -6,7 +6,7 @@ and shape; what data-dependent shapes read (Reshape's shape, Slice's starts, Til
 Resize's sizes) are small integer tensors. So an initializer of more than WEIGHT_ELEMENTS
 elements enters the light model as a graph input of its type and shape, and `check_weights`
 holds each to the checker's rule for a tensor's storage (one value field); its bytes are
-checked against its shape where they are read (convert._initializer).
+checked against its shape where they are read (convert.initializer_array).
 """
 
 from __future__ import annotations

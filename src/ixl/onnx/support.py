@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import onnx
-from onnx import numpy_helper
 
 from ..nixl import REGISTRY, Graph
 from ..nixl.control import BRANCHES, runs_as_graphs
 from ..nixl.graph import Node
 from ..nixl.views import VIEW_OPS
-from .convert import default_opset, value_info
+from .convert import default_opset, initializer_array, value_info
 from .translate import translate_node
 
 
@@ -77,7 +76,7 @@ def inspect_model(model: onnx.ModelProto) -> Inspection:
     g = model.graph
     opset = default_opset(model)
     info = value_info(model)
-    scratch = Graph(constants={t.name: numpy_helper.to_array(t) for t in g.initializer})
+    scratch = Graph(constants={t.name: initializer_array(t) for t in g.initializer})
     rows: dict[str, OpTypeRow] = {}
     for node in g.node:
         row = rows.setdefault(node.op_type, OpTypeRow(node.op_type))
