@@ -1,3 +1,4 @@
+import gc
 import os
 import tempfile
 
@@ -15,3 +16,25 @@ def dev():
 
 # Tests never read or write the user's tuning cache.
 os.environ["IXL_TUNING_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="ixl-tests-"), "tuning.json")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long", action="store_true",
+                     help="also run the tests marked long: model checks at full length (more "
+                          "tokens, more prompts) that do not fit the suite's 15-minute budget")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--long"):
+        return
+    skip = pytest.mark.skip(reason="long: runs with --long (outside the suite's time budget)")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    """The collected tests live to the end of the session: out of the cyclic collector's way
+    (gc.freeze), so that its full collections walk what the tests allocate, not the hundreds of
+    thousands of objects collection made (a worker spent about a minute in full collections)."""
+    gc.freeze()

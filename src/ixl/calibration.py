@@ -92,15 +92,14 @@ def copy_kernel(ctx: KernelContext, src: asc.GlobalTensor) -> None:
     pipe = asc.TPipe()
     q = asc.TQue(asc.TPosition.VECIN)
     pipe.init_buffer(q, t.slots, COPY_ROWS_PER_TILE * t.block_bytes)
+    params = asc.DataCopyExtParams(t.blocks_per_copy, t.block_bytes, row_bytes - t.block_bytes,
+                                   0)
     first = ctx.block_idx * t.rows_per_core
     for r0 in range(first, first + t.rows_per_core, COPY_ROWS_PER_TILE):
         for c0 in range(0, COPY_SIDE, width):
             x = q.alloc_tensor(np.float16)
             for r in range(0, COPY_ROWS_PER_TILE, t.blocks_per_copy):
-                asc.data_copy_pad(
-                    x[r * width], src[(r0 + r) * COPY_SIDE + c0],
-                    asc.DataCopyExtParams(t.blocks_per_copy, t.block_bytes,
-                                          row_bytes - t.block_bytes, 0))
+                asc.data_copy_pad(x[r * width], src[(r0 + r) * COPY_SIDE + c0], params)
             q.enque(x)
             q.free_tensor(q.deque())
 

@@ -102,8 +102,9 @@ def test_prompts_file_flags_are_checked(argv, message, tmp_path, monkeypatch, ca
 @pytest.mark.slow
 def test_smollm2_file_with_two_prompts_gives_the_reference_tokens(model, tmp_path, capsys):
     """The real model through the file path (that a line's modeled times are a single prompt
-    run's is test_a_prompts_file_generates_line_by_line's, over the tiny graph)."""
-    prompts = [PROMPTS[0]["prompt"], "Once upon a time"]
+    run's is test_a_prompts_file_generates_line_by_line's, over the tiny graph); the second
+    line is short, a prefill of one token, so that the second generation costs little."""
+    prompts = [PROMPTS[0]["prompt"], "Hi"]
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n", encoding="utf-8")
     out = tmp_path / "g.json"
     assert main(["model", "smollm2", "--file", str(tmp_path / "p.txt"), "--max-new-tokens", "1",

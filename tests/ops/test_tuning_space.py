@@ -1,6 +1,9 @@
 """Every native kernel at every point of its declared tuning space (R10, R11): on a small and a
 large case it either runs (the small one matching its golden in debug mode) or declines cleanly
-with ConfigDoesNotFit; nothing else, and the tuner hides nothing else."""
+with ConfigDoesNotFit; nothing else, and the tuner hides nothing else. On the large case every
+combination of the fields that decide whether a tile fits (buffers, tile, L0 slots, base
+blocks) runs at the full core count, and each of their values once at every smaller count
+(`large_case_points`): the same coverage of each field, at two thirds of the simulation."""
 
 import dataclasses
 
@@ -11,7 +14,8 @@ import ixl
 from ixl.hixl import ArgSpec, all_ops, get_op
 from ixl.hixl.errors import ShapeMismatch
 from ixl.nixl import REGISTRY, TensorDesc
-from ixl.nixl.tuning import ConfigDoesNotFit, TuningConfig
+from ixl.ascend import get_chip
+from ixl.nixl.tuning import ConfigDoesNotFit, TuningConfig, TuningSpace
 from ixl.profile.tune import NotTunable, Tuner
 from ixl.verify.cases import sample_specs
 from ixl.verify.compare import compare
@@ -47,6 +51,32 @@ def _native_cases(op: str, dtype: str) -> list:
     return [(case, specs) for _, case, specs in sorted(cases, key=lambda c: c[0])]
 
 
+def large_case_points(points: list[TuningConfig]) -> list[TuningConfig]:
+    """Every point at the largest block_dim; at each smaller one, the k-th point takes the
+    k-th value of every other field (cycling), until each value of each field has run."""
+    full = max((p.block_dim or 0) for p in points)
+    chosen = [p for p in points if (p.block_dim or 0) == full]
+    fields = [f.name for f in dataclasses.fields(TuningConfig) if f.name != "block_dim"]
+    values = {f: sorted({getattr(p, f) for p in chosen}, key=repr) for f in fields}
+    rounds = max(len(v) for v in values.values())
+    for dim in sorted({p.block_dim for p in points if (p.block_dim or 0) != full}):
+        for k in range(rounds):
+            want = {f: v[k % len(v)] for f, v in values.items()}
+            chosen += [p for p in points if p.block_dim == dim
+                       and all(getattr(p, f) == want[f] for f in fields)]
+    return chosen
+
+
+def test_the_large_case_points_cover_every_value_at_every_core_count():
+    points = TuningSpace(buffer_num=(1, 2, 4, 8), tile_div=(1, 2, 4), core_div=(1, 2)) \
+        .points(get_chip("910B1"))
+    chosen = large_case_points(points)
+    assert len(points) == 24 and len(chosen) == 16 and len(set(chosen)) == 16
+    for dim in (48, 24):
+        at = [p for p in chosen if p.block_dim == dim]
+        assert {p.buffer_num for p in at} == {1, 2, 4, 8} and {p.tile_div for p in at} == {1, 2, 4}
+
+
 @pytest.mark.parametrize("op", NATIVE)
 def test_every_point_of_the_tuning_space_runs_or_declines_on_a_small_case(op):
     dtype = _dtype(op)
@@ -78,7 +108,7 @@ def test_every_point_of_the_tuning_space_runs_or_declines_on_a_large_case(op):
     case, specs = _native_cases(op, dtype)[-1]
     dev = ixl.device("910B1", timing_only=True)
     ran = 0
-    for point in REGISTRY.native(op).tuning_space.points(dev.chip):
+    for point in large_case_points(REGISTRY.native(op).tuning_space.points(dev.chip)):
         try:
             outs = run_specs(dev, op, specs, case.attrs, point.to_dict())
         except ConfigDoesNotFit:

@@ -53,6 +53,9 @@ class DataCopyPadExtParams:
     value: float = 0
 
 
+NO_PAD = DataCopyPadExtParams()
+
+
 def _direction(dst, src, what: str = "data_copy") -> tuple[LocalTensor, GlobalTensor, bool]:
     if isinstance(dst, LocalTensor) and isinstance(src, GlobalTensor):
         return dst, src, True
@@ -195,7 +198,7 @@ def data_copy_pad(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTens
                                  f"[0, {chip.max_copy_blocks}]")
     if params.block_len < 0 or params.block_len > 2097151:
         raise IllegalInstruction(f"data_copy_pad block_len {params.block_len} outside [0, 2097151]")
-    pad = pad or DataCopyPadExtParams()
+    pad = pad or NO_PAD
     isz = local.itemsize
     left, right = pad.left_pad * isz, pad.right_pad * isz
     if left > blk or right > blk or (not inbound and (left or right)):
