@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import ixl
+from ixl.ascend import get_chip
 from ixl.hixl import ArgSpec, all_ops, get_op
 from ixl.hixl.errors import ShapeMismatch
 from ixl.nixl import REGISTRY, TensorDesc
-from ixl.ascend import get_chip
 from ixl.nixl.tuning import ConfigDoesNotFit, TuningConfig, TuningSpace
 from ixl.profile.tune import NotTunable, Tuner
 from ixl.verify.cases import sample_specs
