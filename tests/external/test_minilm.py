@@ -42,7 +42,9 @@ def float32():
 
 @pytest.fixture(scope="module")
 def float16():
-    return MiniLM("910B1", "float16").embed(SENTENCES)
+    """The first two sentences (the float32 tests take all four): a float16 embedding is as
+    long to simulate as a float32 one."""
+    return MiniLM("910B1", "float16").embed(SENTENCES[:2])
 
 
 @pytest.mark.slow
@@ -55,7 +57,7 @@ def test_float32_matches_sentence_transformers(float32, i):
 
 @pytest.mark.slow
 def test_float16_cosine(float16):
-    assert float16.vectors.dtype == np.float32 and float16.vectors.shape == (len(SENTENCES), 384)
+    assert float16.vectors.dtype == np.float32 and float16.vectors.shape == (2, 384)
     for i, ours in enumerate(float16.vectors):
         assert cosine(ours, REFERENCE[i]) >= 0.995, SENTENCES[i]
     matmuls = {r.dtype for r in float16.records[0].runs if r.op == "MatMul"}
