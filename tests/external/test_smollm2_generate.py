@@ -2,10 +2,10 @@
 
 float32: the greedy tokens equal the reference (on the first prompt a prefill and a decode
 step, the first token on the code prompt: its prefill; with --long on every committed prompt,
-the chat ones included: their templates) and each step's logits are within 1e-3 of transformers' (the fixed
-vocabulary sample and the top 20). float16 and bfloat16 (weights, activations and the cache
-narrowed, float32 inside the ops): the tokens and the top-5 agreement they reach, asserted as
-measured.
+the chat ones included: their templates) and each step's logits are within 1e-3 of
+transformers' (the fixed vocabulary sample and the top 20). float16 and bfloat16 (weights,
+activations and the cache narrowed, float32 inside the ops): the tokens and the top-5
+agreement they reach, asserted as measured.
 
 A decode step simulates a few hundred launches, the MatMuls on the Cube (over ten seconds of
 wall time a step on one core, see benchmarks/smollm2_decode.py), so every test here is slow
