@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="long: runs with --long (outside the suite's time budget)")
     for item in items:
-        if "long" in item.keywords:
+        if item.get_closest_marker("long") is not None:
             item.add_marker(skip)
 
 
