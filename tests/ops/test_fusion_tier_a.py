@@ -137,15 +137,14 @@ def test_modeled_time_of_fused_residual_layer_norm():
     for t in feeds.values():
         t.free()
     dev.close()
-    # 0.709 (0.697 before the templates placed their buffers bank-aware: the separate Add
-    # lost its bank conflicts, the fused kernel's in-place updates of x keep theirs)
-    assert times[True] < 0.72 * times[False]
+    # 0.677 (0.719 while the finish scaled and shifted y in place)
+    assert times[True] < 0.69 * times[False]
     light = speed_of_light_us("910B1", 2 * n * n * 2 + 2 * n * 2, n * n * 2)
-    # 0.58 of the speed of light: the template's UB buffers meet in bank groups and banks (a
-    # third of its vector cycles, ascend/ubbanks.py), the cores read scale and bias at the
-    # same time (same-line stalls), and the light's copy writes into L2 (ascend/l2.py); with
-    # neither banks nor L2 modeled it was above 0.85
-    assert light / times[True] >= 0.55
+    # 0.70 of the speed of light (0.63 with the in-place finish): a statistic broadcast from one
+    # block still meets a row's blocks in half the repeats (ascend/ubbanks.py), the cores read
+    # scale and bias at the same time (same-line stalls), and the light's copy writes into L2
+    # (ascend/l2.py); with neither banks nor L2 modeled it was above 0.85
+    assert light / times[True] >= 0.68
 
 
 def _fusion_log(capfd, dev, graph, feeds) -> tuple[list[str], str]:

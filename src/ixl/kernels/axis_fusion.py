@@ -17,7 +17,7 @@ from ..ascend import lang as asc
 from ..hixl.dtypes import FLOATS
 from ..intmath import round_up
 from ..nixl import KernelContext, TensorDesc
-from .axis_kernel import AxisKernel, AxisOp
+from .axis_kernel import AxisKernel, AxisOp, Chain
 from .axis_layout import Segment, Tile
 from .axis_plan import padded_storage
 from .axis_ub import Fusion
@@ -121,8 +121,7 @@ class FusedAxisKernel(AxisKernel):
     def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor,
                st: list) -> asc.LocalTensor:
         """The op's output, then the epilogue's bodies on it."""
-        result = x if (self.widen or self.epilogue) else y
-        self.op.finish(tile, result, x, st)
+        result = self.op.finish(tile, Chain(self, x, y), x, st)
         if self.epilogue:
             values = self.base + [None] * len(self.prologue) + [result]
             result = self.run_steps(self.epilogue, values, tile, None if self.widen else y)

@@ -34,7 +34,7 @@ class AxisOp:
     """What an op computes along the reduced axis. Per unit the kernel calls `first` on each
     segment (merging with `merge` after the first), `finalize` once, then, for ops with an
     output of x's shape, `prepare` (streamed segments only: redo what `first` did to x, with the
-    final statistics) and `finish`."""
+    final statistics) and `finish`, whose steps write where `dst()` says (a Chain)."""
 
     stats = 1                 # statistics per unit
     params = 0                # parameter vectors along the row (scale, bias) the op takes
@@ -43,6 +43,7 @@ class AxisOp:
     stat_outputs: tuple = ()  # (statistic, dtype; None = x's dtype) written once per unit
     empty: tuple = ()         # the stat outputs of an empty reduction
     aux_for_banks = False     # the scratch also on a chip with UB banks (out-of-place updates)
+    finish_reads = "x"        # the tile `finish` starts from: "x", or "aux" (x is then free)
 
     def needs_aux(self, layout: str) -> bool:
         """Whether the op needs a tile-sized float scratch in this layout."""
@@ -61,8 +62,22 @@ class AxisOp:
     def prepare(self, tile: Tile, x: LocalTensor, st: list) -> None:
         pass
 
-    def finish(self, tile: Tile, y: LocalTensor, x: LocalTensor, st: list) -> None:
-        pass
+    def finish(self, tile: Tile, dst: Chain, x: LocalTensor, st: list) -> LocalTensor:
+        """y from the statistics, one step per dst() (1 + the parameters given); returns the
+        tile holding it."""
+        raise NotImplementedError
+
+
+class Chain:
+    """The tiles the steps of an op's finish write, in turn, as the UB plan placed them
+    (axis_ub.finish_chain): dst() is the next one."""
+
+    def __init__(self, kernel: AxisKernel, x: LocalTensor, y: LocalTensor) -> None:
+        tiles = {"x": x, "aux": kernel.aux, "y": y}
+        self._tiles = iter([tiles[t] for t in kernel.ub.chain])
+
+    def __call__(self) -> LocalTensor:
+        return next(self._tiles)
 
 
 class StatOutputs:
@@ -133,15 +148,15 @@ class AxisKernel:
         self.out_q = self._alloc("out_slot", asc.TPosition.VECOUT)
         self.stats_out = StatOutputs(op, self._alloc("stat_slot", asc.TPosition.VECOUT),
                                      stat_outs, self.sdt, ub.cap)
-        self.work, self.aux, red0, red1, stats, self.bc, par = (
+        self.work, self.aux, red0, red1, stats, self.bc, *pars = (
             self._alloc(name) for name in ("work", "aux", "red0", "red1", "stats", "bc",
-                                           "params"))
+                                           "param0", "param1"))
         self.red = (red0, red1)
         self.slots = [stats[i * ub.cap] for i in range(ub.slots)] if stats is not None else []
         present = [i for i, g in enumerate(params) if g is not None]
         self.param_tensors: list[LocalTensor | None] = [None] * len(params)
         for j, i in enumerate(present):
-            self.param_tensors[i] = par[j * tiling.pitch]
+            self.param_tensors[i] = pars[j]
         self._held = None
 
     def _alloc(self, name: str, position=None):
@@ -259,10 +274,9 @@ class AxisKernel:
         self.copy_out(tile, seg)
 
     def finish(self, tile: Tile, y: LocalTensor, x: LocalTensor, st: list) -> LocalTensor:
-        """The op's output: into y, or into x when a conversion to y follows."""
-        result = x if self.widen else y
-        self.op.finish(tile, result, x, st)
-        return result
+        """The op's output: into y, or anywhere in the compute dtype when a conversion to y
+        follows."""
+        return self.op.finish(tile, Chain(self, x, y), x, st)
 
     def copy_out(self, tile: Tile, seg: Segment) -> None:
         assert self.y is not None                   # an op with an output of x's shape

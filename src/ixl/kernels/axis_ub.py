@@ -54,6 +54,21 @@ class Fusion:
 PLAIN = Fusion()
 
 
+def finish_chain(op: AxisOp, params: int, scratch: bool, to_y: bool) -> tuple[str, ...]:
+    """The tile ("x", "aux" or "y") each step of the op's finish writes (one step, then one
+    per parameter given). Each step reads what the one before wrote and writes elsewhere (in
+    place, every repeat would read and write the same banks [BANK2]), alternating between x's
+    tile and the scratch, the last into y when `to_y`; with no scratch (a chip without
+    published banks) the steps work in place."""
+    steps = 1 + params
+    read = op.finish_reads
+    if not scratch:
+        return ("y" if to_y else read,) * steps
+    free = "x" if read == "aux" else "aux"
+    turn, first = ((free, read), 0) if not to_y else (("y", free), (steps - 1) % 2)
+    return tuple(turn[(first + i) % 2] for i in range(steps))
+
+
 def block_quantum(chip: ChipSpec, itemsize: int) -> int:
     """Row lengths a block reduction takes whole: full repeats whose results again start on
     block boundaries."""
@@ -98,7 +113,7 @@ class UbPlan:
     red: tuple
     stats: int
     bc: int
-    params: int
+    params: tuple            # bytes of each parameter vector given (scale, bias), in order
     bodies: int              # a fusion's compute-dtype tiles (Fusion.buffers, in order)
     scalars: int             # a fusion's scalar inputs, one block each
     in_stride: int           # elements from one tiled input to the next in an input slot
@@ -107,6 +122,7 @@ class UbPlan:
     slots: int
     total: int
     gaps: tuple = ()         # (buffer, UB bytes left before it): the bank-aware placement
+    chain: tuple = ()        # the tiles the op's finish writes in turn (finish_chain)
 
     def gap(self, name: str) -> int:
         return dict(self.gaps).get(name, 0)
@@ -116,7 +132,8 @@ class UbPlan:
         return {"in_slot": self.in_slot, "out_slot": self.out_slot,
                 "stat_slot": self.stat_slot, "work": self.work, "aux": self.aux,
                 "red0": self.red[0], "red1": self.red[1], "stats": self.stats, "bc": self.bc,
-                "params": self.params, "bodies": self.bodies, "scalars": self.scalars}
+                "param0": (self.params + (0, 0))[0], "param1": (self.params + (0, 0))[1],
+                "bodies": self.bodies, "scalars": self.scalars}
 
     @property
     def out_queues(self) -> int:
@@ -152,41 +169,52 @@ def ub_plan(op: AxisOp, layout: str, rows: int, pitch: int, s_isz: int, c_isz: i
         aux=elems * c_isz if op.needs_aux(layout) or (op.aux_for_banks and chip.ub_bank_groups)
         else 0, red=red,
         stats=slots * cap * c_isz, bc=round_up(rows, per_rep) * blk * c_isz if row else 0,
-        params=params * pitch * c_isz, bodies=bodies * body_stride * c_isz,
+        params=(pitch * c_isz,) * params, bodies=bodies * body_stride * c_isz,
         scalars=len(fusion.scalars) * chip.block_bytes)
     block = chip.block_bytes
     queued = sum(round_up(sizes[k], block) for k in ("in_slot", "out_slot", "stat_slot"))
     single = sum(round_up(sizes[k], block)
-                 for k in ("work", "aux", "stats", "bc", "params", "bodies", "scalars"))
+                 for k in ("work", "aux", "stats", "bc", "bodies", "scalars"))
+    single += sum(round_up(p, block) for p in sizes["params"])
     total = queued * buffer_num + single + sum(round_up(r, block) for r in red)
+    chain = finish_chain(op, params, bool(sizes["aux"]), not (widen or fusion.epilogue))
     plan = UbPlan(**sizes, in_stride=in_stride, body_stride=body_stride, cap=cap, slots=slots,
-                  total=total)
-    placed = _placement(plan.named(), buffer_num, chip, room, widen)
+                  total=total, chain=chain if op.has_y else ())
+    placed = _placement(plan.named(), buffer_num, chip, room, plan.chain)
     return replace(plan, total=total + sum(n for _, n in placed), gaps=placed)
 
 
 ORDER = ("in_slot", "out_slot", "stat_slot", "work", "aux", "red0", "red1", "stats", "bc",
-         "params", "bodies", "scalars")       # the kernel's allocation order
+         "param0", "param1", "bodies", "scalars")       # the kernel's allocation order
 
 
 def _placement(named: dict, buffer_num: int, chip: ChipSpec, room: int,
-               widen: bool) -> tuple:
+               chain: tuple) -> tuple:
     """Gaps before the kernel's buffers (ub_place.py) when they fit in `room`: y a bank
-    stretch after x's slots (else half a bank-group cycle from them), the converted x (work)
-    half a cycle from the slots it is read from, the scratch written from x and read back
-    into it (aux: x - max, x - mean) half a cycle from x, the parameter vectors half a cycle
-    from y (y = y * scale, y + bias)."""
+    stretch after x's slots (else half a bank-group cycle from them), the float copy of x
+    (work: converted, or a prologue's result) half a cycle from the slots it is read from, the
+    scratch written from x (aux: x - max, x - mean) half a cycle from x, each parameter vector
+    half a cycle from the tile its step of the finish reads (y * scale, + bias). Where UB has
+    no room for all of them, the parameters' gaps go first, the bias's before the scale's."""
     queued = ("in_slot", "out_slot", "stat_slot")
     present = [k for k in ORDER if named[k]]
     index = {k: i for i, k in enumerate(present)}
-    x = "work" if widen and "work" in index else "in_slot"
+    x = "work" if "work" in index else "in_slot"
+    role = {"x": x, "aux": "aux", "y": "out_slot"}
     relations = {"out_slot": ("in_slot", "in_slot"), "work": ("in_slot", ""),
-                 "aux": (x, ""), "params": ("out_slot", "")}
-    wants = []
-    for k in present:
-        against, apart = relations.get(k, ("", ""))
-        wants.append(Want(round_up(named[k], chip.block_bytes) * (buffer_num if k in queued
-                                                                 else 1),
-                          index.get(against), index.get(apart)))
-    found = gaps(wants, chip, room)
+                 "aux": (x, "")}
+    for j, tile in enumerate(chain[:2]):
+        relations[f"param{j}"] = (role[tile], "")
+    found = None
+    for optional in ("param1", "param0", ""):
+        wants = []
+        for k in present:
+            against, apart = relations.get(k, ("", ""))
+            wants.append(Want(round_up(named[k], chip.block_bytes) * (buffer_num if k in queued
+                                                                     else 1),
+                              index.get(against), index.get(apart)))
+        found = gaps(wants, chip, room)
+        if found is not None:
+            break
+        relations.pop(optional, None)
     return tuple((k, n) for k, n in zip(present, found or ()) if n)

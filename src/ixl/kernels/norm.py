@@ -30,6 +30,7 @@ from .fusion_provider import FUSION
 from .version import BUILT_FOR_RUNTIME
 
 if TYPE_CHECKING:
+    from .axis_kernel import Chain
     from .axis_layout import Tile
 
 
@@ -83,24 +84,27 @@ class Softmax(AxisOp):
         tile.apply(asc.sub, tile.aux, x, st[0])
         asc.exp(x, tile.aux, tile.size)
 
-    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
+    def finish(self, tile: Tile, dst: Chain, x: asc.LocalTensor, st: list) -> asc.LocalTensor:
+        y = dst()
         tile.apply(asc.mul, y, x, st[1])
+        return y
 
 
 class LogSoftmax(AxisOp):
     stats = 2
     pad = -np.inf
+    finish_reads = "aux"
 
     def needs_aux(self, layout: str) -> bool:
-        return True                    # exp(x - max) goes beside x, which the output needs
+        return True                    # x - max goes beside x, which exp(x - max) overwrites
 
     def first(self, tile: Tile, x: asc.LocalTensor, st: list, n: int) -> None:
         m, s = st
         tile.reduce("max", x, m)
         asc.maxs(m, m, _lowest(tile), tile.nstat)
-        tile.apply(asc.sub, x, x, m)
-        asc.exp(tile.aux, x, tile.size)
-        tile.reduce("sum", tile.aux, s, keep=False)
+        self.prepare(tile, x, st)
+        asc.exp(x, tile.aux, tile.size)
+        tile.reduce("sum", x, s, keep=False)
 
     merge = staticmethod(_online_merge)
 
@@ -108,10 +112,15 @@ class LogSoftmax(AxisOp):
         asc.ln(st[1], st[1], tile.nstat)
 
     def prepare(self, tile: Tile, x: asc.LocalTensor, st: list) -> None:
-        tile.apply(asc.sub, x, x, st[0])
+        """aux = x - max: in place, each repeat would read and write the same banks [BANK2].
+        aux's pad lanes hold -inf, as x's do, so exp(x - max) is 0 there."""
+        tile.fill_pads(tile.aux, self.pad, tile.count)
+        tile.apply(asc.sub, tile.aux, x, st[0])
 
-    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
-        tile.apply(asc.sub, y, x, st[1])
+    def finish(self, tile: Tile, dst: Chain, x: asc.LocalTensor, st: list) -> asc.LocalTensor:
+        y = dst()
+        tile.apply(asc.sub, y, tile.aux, st[1])
+        return y
 
 
 def _inv_rms(tile, s, n) -> None:
@@ -121,9 +130,21 @@ def _inv_rms(tile, s, n) -> None:
     asc.rsqrt(s, s, tile.nstat)
 
 
+def _affine(tile, dst, y, scale, bias) -> asc.LocalTensor:
+    """y * scale + bias along the row (either may be absent), each step into the next tile of
+    the chain."""
+    for fn, vec in ((asc.mul, scale), (asc.add, bias)):
+        if vec is not None:
+            out = dst()
+            tile.scale(fn, out, y, vec)
+            y = out
+    return y
+
+
 class LayerNorm(AxisOp):
     stats = 2                          # mean, then M2 (sum of squared deviations) -> inv_std
     params = 2                         # scale, bias
+    finish_reads = "aux"
     stat_outputs = ((0, "float32"), (1, "float32"))
     empty = (np.nan, np.nan)
 
@@ -160,13 +181,11 @@ class LayerNorm(AxisOp):
         tile.fill_pads(tile.aux, 0.0, tile.count)
         tile.apply(asc.sub, tile.aux, x, st[0])
 
-    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
+    def finish(self, tile: Tile, dst: Chain, x: asc.LocalTensor, st: list) -> asc.LocalTensor:
+        y = dst()
         tile.apply(asc.mul, y, tile.aux, st[1])
         scale, bias = tile.params
-        if scale is not None:
-            tile.scale(asc.mul, y, y, scale)
-        if bias is not None:
-            tile.scale(asc.add, y, y, bias)
+        return _affine(tile, dst, y, scale, bias)
 
 
 class RMSNorm(AxisOp):
@@ -187,11 +206,11 @@ class RMSNorm(AxisOp):
     def finalize(self, tile: Tile, st: list, n: int) -> None:
         _inv_rms(tile, st[0], n)
 
-    def finish(self, tile: Tile, y: asc.LocalTensor, x: asc.LocalTensor, st: list) -> None:
+    def finish(self, tile: Tile, dst: Chain, x: asc.LocalTensor, st: list) -> asc.LocalTensor:
+        y = dst()
         tile.apply(asc.mul, y, x, st[0])
         scale, = tile.params
-        if scale is not None:
-            tile.scale(asc.mul, y, y, scale)
+        return _affine(tile, dst, y, scale, None)
 
 
 # ---- host side: which cases, which axes ----
