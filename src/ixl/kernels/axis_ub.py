@@ -205,14 +205,12 @@ def _placement(named: dict, buffer_num: int, chip: ChipSpec, room: int,
                  "aux": (x, "")}
     for j, tile in enumerate(chain[:2]):
         relations[f"param{j}"] = (role[tile], "")
+    nbytes = [round_up(named[k], chip.block_bytes) * (buffer_num if k in queued else 1)
+              for k in present]
     found = None
     for optional in ("param1", "param0", ""):
-        wants = []
-        for k in present:
-            against, apart = relations.get(k, ("", ""))
-            wants.append(Want(round_up(named[k], chip.block_bytes) * (buffer_num if k in queued
-                                                                     else 1),
-                              index.get(against), index.get(apart)))
+        wants = [Want(n, *(index.get(r) for r in relations.get(k, ("", ""))))
+                 for k, n in zip(present, nbytes)]
         found = gaps(wants, chip, room)
         if found is not None:
             break
