@@ -10,20 +10,23 @@ numbers are for size 256, see tests/sim/test_cube_timing.py):
   half while the Cube works: K steps of 512 cycles, 8 of them for the two tiles.
 - With base_m = 256 the MTE1 moves a K column of A (512 B at 256 B/cycle) and of B (256 B at
   128 B/cycle) in 4 cycles against the Mmad's 8 [CUBEPERF]. A step's loads wait for the Mmad
-  two steps back to free their half (flag M_MTE1), take 276 cycles and flag the Cube (MTE1_M):
-  431 cycles, hidden under the 533 of the Mmad in between.
+  two steps back to free their half (flag M_MTE1), take 279 cycles and flag the Cube (MTE1_M):
+  with the fitted 127-cycle flag, 534 cycles against the 532.5 of the Mmad in between, so
+  the last K steps wait a cycle or two each (with the earlier fit's 77-cycle flag they hid).
 - The first Mmad can start only once its A and B are in L0 (one after the other: both loads
   are MTE1's) and a flag has passed. So the first L0 half is filled in parts (`first_parts`:
   16, 32 and 16 of K): the first Mmad waits for 16 columns only, and each part's loads hide
   under the Mmad before it (a part may be twice the one before: 4 load cycles per column
-  against 8 Mmad cycles). The cost is a head for each extra Mmad: 10 Mmads instead of 8.
+  against 8 Mmad cycles, as long as a flag is shorter than the Mmad of the first part: the
+  fitted 127 cycles leave the 32-column part 2.5 cycles late). The cost is a head for each
+  extra Mmad: 10 Mmads instead of 8.
 - L0C is one buffer handed between the Mmads and the Fixpipe by unit flags: the Fixpipe drains
   a tile while its last Mmad runs and the next tile's first Mmad refills L0C behind it [UF].
   The tile whose rows start off the 512-byte burst grid (columns 128..255: 256-byte rows at a
   256-byte offset) goes first, so its slower Fixpipe hides under the next tile's Mmads and
   the last Fixpipe (aligned) is what trails the last Mmad.
-- A and B come whole into L1 before the loop. One core's GM port (about 42 B/cycle from HBM)
-  takes some 6200 cycles for their 256 KB, more than the Cube's 4096: fed from GM in K slices
+- A and B come whole into L1 before the loop. One core's GM port (about 44 B/cycle from HBM)
+  takes some 6000 cycles for their 256 KB, more than the Cube's 4096: fed from GM in K slices
   the loop would run at the port's pace, not the Cube's.
 """
 

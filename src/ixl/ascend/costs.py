@@ -107,7 +107,25 @@ class CostTable:
         la = self.raw["launch"]
         return la["base_us"] + la["per_core_us"] * cores
 
+    def _cost(self, value: float | str) -> float:
+        """A value, or the path of the value it is taken equal to (an assumed cost that follows
+        a fitted one: the Mmad head is "vector.startup_cycles")."""
+        if isinstance(value, str):
+            node = self.raw
+            for key in value.split("."):
+                node = node[key]
+            return node
+        return value
+
     # ---- the Cube core [CUBEPERF] ----
+    @property
+    def mmad_head_cycles(self) -> float:
+        return self._cost(self.raw["cube"]["mmad"]["head_cycles"])
+
+    @property
+    def mte1_head_cycles(self) -> float:
+        return self._cost(self.raw["cube"]["mte1"]["head_cycles"])
+
     def mmad_k0(self, kind: str) -> int:
         """K elements per Cube cycle: `kind` is the input dtype name, or "hf32"."""
         return self.raw["cube"]["mmad"]["k0"][kind]
@@ -116,22 +134,21 @@ class CostTable:
         """(cycles, ideal cycles) of one Mmad: head + ceil(m/16) ceil(n/16) ceil(k/k0); the
         ideal part is the Cube at its peak rate."""
         ideal = ceil_div(m, fractal) * ceil_div(n, fractal) * ceil_div(k, k0)
-        return self.raw["cube"]["mmad"]["head_cycles"] + ideal, ideal
+        return self.mmad_head_cycles + ideal, ideal
 
     def mte1(self, nbytes: int, dst: str) -> float:
         """An MTE1 move into `dst` (L0A, L0B, L1 or BT): head + bytes at its rate."""
-        c = self.raw["cube"]["mte1"]
-        return c["head_cycles"] + nbytes / c["bytes_per_cycle"][dst]
+        return self.mte1_head_cycles + nbytes / self.raw["cube"]["mte1"]["bytes_per_cycle"][dst]
 
     @property
     def fixpipe_head_cycles(self) -> float:
-        return self.raw["cube"]["fixpipe"]["head_cycles"]
+        return self._cost(self.raw["cube"]["fixpipe"]["head_cycles"])
 
     def fixpipe_local(self, nbytes: int, dst: str) -> float:
         """A Fixpipe write into L1 (or an L1 -> Fixpipe buffer copy): head + bytes at its rate
         (into GM it is a move through the core's GM port instead)."""
-        c = self.raw["cube"]["fixpipe"]
-        return c["head_cycles"] + nbytes / c["bytes_per_cycle"][dst]
+        return (self.fixpipe_head_cycles
+                + nbytes / self.raw["cube"]["fixpipe"]["bytes_per_cycle"][dst])
 
 
 PROVENANCE = ("published", "fitted", "assumed")     # what a cost's value rests on

@@ -35,7 +35,7 @@ from .sanitizer import debug_checks
 from .schedule import KernelType, Runner, launch_cores, place
 from .timeline import Pipe, PipeStats
 
-CHIP_MODEL_VERSION = "0.3.0"
+CHIP_MODEL_VERSION = "0.3.1"
 
 
 CORE_ORDERS = ("shuffle", "reverse", "natural")
