@@ -30,8 +30,8 @@ import numpy as np
 from .ascend import LaunchRecord, get_chip
 from .ascend import lang as asc
 from .ascend.chips import ChipSpec
-from .ascend.pipe import Pipe
 from .ascend.costs import cost_table
+from .ascend.pipe import Pipe
 from .hixl import BadInput
 from .nixl import REGISTRY, RUNTIME_VERSION, Device, KernelContext, KernelEntry, LaunchPlan
 from .nixl.tuning import TuningConfig

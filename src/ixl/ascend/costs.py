@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from ..intmath import ceil_div
 
@@ -111,10 +112,10 @@ class CostTable:
         """A value, or the path of the value it is taken equal to (an assumed cost that follows
         a fitted one: the Mmad head is "vector.startup_cycles")."""
         if isinstance(value, str):
-            node = self.raw
+            node: Any = self.raw
             for key in value.split("."):
                 node = node[key]
-            return node
+            return float(node)
         return value
 
     # ---- the Cube core [CUBEPERF] ----
