@@ -6,9 +6,9 @@ launches. The points are the launch times and the Add's published vector time pe
 search is a Nelder-Mead over the free parameters, minimising the worst |log(modeled /
 measured)| plus a quarter of their root mean square (so that the points other than the worst
 sit as near their measurements as it allows), with a penalty for each ladder out of its
-measured order; parameters the chip
-facts pin (the 0.7 unaligned factor, vector throughputs) stay fixed, and the per-core launch
-cost stays within what keeps an all-core launch at the published 20-21 us.
+measured order; parameters the chip facts pin (the 0.7 unaligned factor, vector throughputs)
+stay fixed, and the per-core launch cost stays within what keeps an all-core launch at the
+published 20-21 us.
 
     python benchmarks/fit_costs.py [--write]
 """
@@ -79,8 +79,8 @@ class Block0:
         dev.launch(w.entry, self.tensors[:n_in], self.tensors[n_in:], config=w.config)
 
     def us(self) -> list[float]:
-        """The modeled times set against the workload's measurements: the launch, and the
-        vector time per core where one is published."""
+        """The modeled times in the order of the workload's measurements(): the launch, then
+        the vector time per core where one is published."""
         chip, cores = self.chip, min(self.plan.block_dim, self.chip.aiv_cores)
         core = AICore(chip, 0, Mode(timing_only=True), active_cores=cores,
                       l2=self.l2.phase(cores, stand_in=True).view(0))
@@ -93,19 +93,13 @@ class Block0:
             times.append(core.timeline.pipe_stats()[Pipe.V].busy / chip.clock_mhz)
         return times
 
-    def measured(self) -> list[float]:
-        return [self.w.measured_us, *([self.w.vector_us] if self.w.vector_us else [])]
-
-    def names(self) -> list[str]:
-        return [self.w.name, f"{self.w.name}: vector time per core"][:len(self.measured())]
-
 
 def evaluate(raw, free, x, loads) -> tuple[float, list[tuple[str, float]]]:
     for (path, lo, hi), v in zip(free.values(), x):
         _set(raw, path, float(np.clip(v, lo, hi)))
     times = [w.us() for w in loads]
     points = [(name, t / m) for w, ts in zip(loads, times)
-              for name, t, m in zip(w.names(), ts, w.measured())]
+              for (name, m), t in zip(w.w.measurements(), ts, strict=True)]
     logs = [abs(math.log(r)) for _, r in points]
     worst = max(logs)
     # the worst point alone leaves every other point free anywhere inside its band: a small

@@ -56,6 +56,14 @@ class Workload:
     config: TuningConfig
     vector_us: float | None = None      # the measured vector time per core, where published
 
+    def measurements(self) -> list[tuple[str, float]]:
+        """(point name, measured us): the launch, then the vector time per core where
+        published."""
+        points = [(self.name, self.measured_us)]
+        if self.vector_us is not None:
+            points.append((f"{self.name}: vector time per core", self.vector_us))
+        return points
+
     def run(self, dev: Device) -> LaunchRecord:
         """The workload's second launch on `dev` (a timing-only device: no data is touched),
         after a first that warms L2 as a stream of launches does."""
@@ -191,10 +199,11 @@ def calibrate(chip_name: str = MEASURED_CHIP,
             if progress:
                 progress(i, len(todo), w.name)
             record = w.run(dev)
-            points.append(CalibrationPoint(w.name, record.time_us, w.measured_us))
+            modeled = [record.time_us]          # in the order of w.measurements()
             if w.vector_us is not None:
-                points.append(CalibrationPoint(f"{w.name}: vector time per core",
-                                               vector_busy_us(record), w.vector_us))
+                modeled.append(vector_busy_us(record))
+            points += [CalibrationPoint(name, us, measured)
+                       for (name, measured), us in zip(w.measurements(), modeled, strict=True)]
     return points
 
 
