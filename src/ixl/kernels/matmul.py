@@ -205,31 +205,12 @@ class MatmulKernel(CubeQueues):
             asc.data_copy(b1, self.b[b_off + n0 * sh.k + k0], asc.Nd2NzParams(
                 n_value=bn, d_value=kc, src_d_value=sh.k, dst_nz_c0_stride=bn))
         elif self.dtype.itemsize == 4:
-            self.copy_b_blocks(b1, b_off + k0 * sh.n + n0, bn, kc)
+            copy_f32_blocks(b1, self.b[b_off + k0 * sh.n + n0], bn, kc, sh.n)
         else:                 # NZ(B), rows padded to whole fractals for 2-D loads
             asc.data_copy(b1, self.b[b_off + k0 * sh.n + n0], asc.Nd2NzParams(
                 n_value=kc, d_value=bn, src_d_value=sh.n,
                 dst_nz_c0_stride=round_up(kc, FRACTAL)))
         self.b1.enque(b1)
-
-    def copy_b_blocks(self, b1: asc.LocalTensor, src: int, bn: int, kc: int) -> None:
-        """float32 B as stored: each 16 rows of K an NZ matrix of their own (its fractals side
-        by side, as LoadDataWithTranspose takes a square), in one ND2NZ when the strides
-        allow."""
-        n = self.shape.n
-        pitch = FRACTAL * round_up(bn, FRACTAL)          # elements per 16-row block in L1
-        blocks, tail = divmod(kc, FRACTAL)
-        one_go = FRACTAL * n <= ND2NZ_MAX_PITCH and pitch <= MATRIX_STRIDE_MAX
-        runs = [(0, blocks, FRACTAL)] if one_go else [(i, 1, FRACTAL) for i in range(blocks)]
-        runs += [(blocks, 1, tail)] if tail else []
-        for first, count, rows in runs:
-            if count:
-                asc.data_copy(b1[first * pitch], self.b[src + first * FRACTAL * n],
-                              asc.Nd2NzParams(nd_num=count, n_value=rows, d_value=bn,
-                                              src_nd_matrix_stride=FRACTAL * n * (count > 1),
-                                              src_d_value=n,
-                                              dst_nz_c0_stride=FRACTAL,
-                                              dst_nz_matrix_stride=pitch))
 
     def split(self, bm: int, bn: int, kc: int, kk: int, bk: int) -> None:
         """L1 -> L0 for K [kk, kk + bk) of the chunk: A as ZZ, B as ZN."""
@@ -254,13 +235,8 @@ class MatmulKernel(CubeQueues):
             asc.load_data(b2, b1, asc.LoadData3DParamsV2(
                 l1_h=1, l1_w=bn, channel_size=round_up(kc, c0), k_extension=round_up(bk, c0),
                 m_extension=round_up(bn, FRACTAL), k_start_pt=kk))
-        elif self.dtype.itemsize == 4:        # squares of two 16 x 8 fractals, transposed
-            pitch = FRACTAL * n_fractals * FRACTAL
-            for j, kb in enumerate(range(kk // FRACTAL, ceil_div(kk + bk, FRACTAL))):
-                asc.load_data_with_transpose(
-                    b2[2 * j * n_fractals * FRACTAL * c0], b1[kb * pitch],
-                    asc.LoadData2dTransposeParams(repeat_times=n_fractals,
-                                                  dst_frac_gap=n_fractals - 1))
+        elif self.dtype.itemsize == 4:
+            load_f32_blocks(b2, b1, bn, kk, bk)
         else:                                 # each 16 x 16 fractal of NZ(B) transposed
             for ki in range(ceil_div(bk, FRACTAL)):
                 asc.load_data(b2[ki * n_fractals * FRACTAL * FRACTAL], b1, asc.LoadData2DParams(
@@ -346,14 +322,11 @@ class SplitKMatmulKernel(MatmulKernel):
         t, sh = self.t, self.shape
         parts = t.k_splits
         b1 = self.b1.alloc_tensor(F32)
-        asc.data_copy(b1, self.partials[m * parts * sh.n + n0], asc.Nd2NzParams(
-            n_value=parts, d_value=bn, src_d_value=sh.n, dst_nz_c0_stride=FRACTAL))
+        copy_f32_blocks(b1, self.partials[m * parts * sh.n + n0], bn, parts, sh.n)
         self.b1.enque(b1)
         b1 = self.b1.deque()
         b2 = self.b2.alloc_tensor(F32)
-        n_fractals = ceil_div(bn, FRACTAL)
-        asc.load_data_with_transpose(b2, b1, asc.LoadData2dTransposeParams(
-            repeat_times=n_fractals, dst_frac_gap=n_fractals - 1))
+        load_f32_blocks(b2, b1, bn, 0, parts)
         self.b1.free_tensor(b1)
         self.b2.enque(b2)
         if self.bias_gm is not None:
@@ -365,6 +338,41 @@ class SplitKMatmulKernel(MatmulKernel):
         asc.fixpipe(self.out[m * sh.n + n0], c, asc.FixpipeParamsV220(
             n_size=bn, m_size=1, src_stride=FRACTAL, dst_stride=sh.n,
             quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
+
+
+
+def copy_f32_blocks(b1: asc.LocalTensor, src: asc.GlobalTensor, bn: int, rows: int,
+                    pitch: int) -> None:
+    """GM -> L1 of a float32 right matrix as stored (rows x bn, `pitch` elements a row): each
+    16 rows of K an NZ matrix of their own (its fractals side by side, as
+    LoadDataWithTranspose takes a square), in one ND2NZ when the strides allow."""
+    l1_pitch = FRACTAL * round_up(bn, FRACTAL)       # elements per 16-row block in L1
+    blocks, tail = divmod(rows, FRACTAL)
+    one_go = FRACTAL * pitch <= ND2NZ_MAX_PITCH and l1_pitch <= MATRIX_STRIDE_MAX
+    runs = [(0, blocks, FRACTAL)] if one_go else [(i, 1, FRACTAL) for i in range(blocks)]
+    runs += [(blocks, 1, tail)] if tail else []
+    for first, count, n_rows in runs:
+        if count:
+            asc.data_copy(b1[first * l1_pitch], src[first * FRACTAL * pitch],
+                          asc.Nd2NzParams(nd_num=count, n_value=n_rows, d_value=bn,
+                                          src_nd_matrix_stride=FRACTAL * pitch * (count > 1),
+                                          src_d_value=pitch,
+                                          dst_nz_c0_stride=FRACTAL,
+                                          dst_nz_matrix_stride=l1_pitch))
+
+
+def load_f32_blocks(b2: asc.LocalTensor, b1: asc.LocalTensor, bn: int, kk: int, bk: int
+                    ) -> None:
+    """L1 -> L0B (ZN) of K [kk, kk + bk) of a float32 matrix laid out by copy_f32_blocks: each
+    16-row block's squares of two 16 x 8 fractals, transposed [LDT]."""
+    n_fractals = ceil_div(bn, FRACTAL)
+    c0 = FRACTAL // 2                                 # float32's C0: 8 of K a fractal
+    pitch = FRACTAL * n_fractals * FRACTAL
+    for j, kb in enumerate(range(kk // FRACTAL, ceil_div(kk + bk, FRACTAL))):
+        asc.load_data_with_transpose(
+            b2[2 * j * n_fractals * FRACTAL * c0], b1[kb * pitch],
+            asc.LoadData2dTransposeParams(repeat_times=n_fractals,
+                                          dst_frac_gap=n_fractals - 1))
 
 
 def matmul_kernel(ctx: KernelContext, *gm: asc.GlobalTensor) -> Iterator[object]:

@@ -69,6 +69,10 @@ MATMUL_CASES = [
     SampleCase("N of 7: row bytes not a multiple of 32", ((5, 16), (16, 7))),
     SampleCase("prime dims", ((13, 31), (31, 17))),
     SampleCase("batch broadcast", ((3, 1, 6, 8), (2, 8, 5))),
+    # a classifier head: few rows and columns, K long enough to split over more than 16 parts
+    SampleCase("classifier head 1 x 1280 . 1280 x 4", ((1, 1280), (1280, 4))),
+    SampleCase("GEMV of 3 rows, K 2048, N 4", ((3, 2048), (2048, 4))),
+    SampleCase("one row, K 2048, N 16", ((1, 2048), (2048, 16))),
     SampleCase("large", ((256, 512), (512, 256))),
 ]
 
@@ -82,6 +86,9 @@ GEMM_CASES = [
     SampleCase("K of size 0: beta * C", ((3, 0), (0, 5), (3, 5))),
     SampleCase("N of 7: row bytes not a multiple of 32", ((5, 16), (16, 7), (7,))),
     SampleCase("prime dims", ((13, 31), (31, 17), (17,))),
+    SampleCase("classifier head (transB, bias) 1 x 1280 . 1280 x 4", ((1, 1280), (4, 1280), (4,)),
+               {"transB": 1}),
+    SampleCase("one row, K 1024, N 8, C a row", ((1, 1024), (1024, 8), (8,))),
     SampleCase("large (a Linear layer)", ((256, 512), (256, 512), (256,)), {"transB": 1}),
 ]
 
