@@ -21,7 +21,16 @@ os.environ["IXL_TUNING_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="ixl-tests
 def pytest_addoption(parser):
     parser.addoption("--long", action="store_true",
                      help="also run the tests marked long: model checks at full length (more "
-                          "tokens, more prompts) that do not fit the suite's 15-minute budget")
+                          "tokens, more prompts) that do not fit the suite's 15-minute budget; "
+                          "the shape sweep at its wide size")
+
+
+def pytest_configure(config):
+    """--long widens the shape sweep (tests/sweep) to its wide size, unless
+    IXL_SWEEP_EXAMPLES says how many examples outright."""
+    if config.getoption("--long") and not os.environ.get("IXL_SWEEP_EXAMPLES"):
+        from tests.sweep.space import WIDE_EXAMPLES
+        os.environ["IXL_SWEEP_EXAMPLES"] = str(WIDE_EXAMPLES)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -128,8 +128,8 @@ def _describe(res: CaseResult) -> list[str]:
     if res.path == "native":
         t = rec.tiling
         detail = f"{res.kernel}, {res.block_dim} blocks"
-        if hasattr(t, "tile"):
-            detail += f", tile {t.tile}, buffers {t.buffer_num}"
+        if hasattr(t, "describe"):
+            detail += f"; {t.describe()}"
         lines.append(f"  path: native ({detail})")
     elif res.path == "view":
         lines.append(f"  path: view ({res.reason})")

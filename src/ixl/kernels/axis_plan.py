@@ -75,6 +75,12 @@ class AxisTiling(Tiling):
     params: int = 0          # parameter vectors present (scale, bias)
     param_repeat: tuple = ()  # per declared parameter: copies that make one normalised row
 
+    def describe(self) -> str:
+        extent = "resident" if self.resident else f"streamed in segments of {self.segment}"
+        return (f"{self.layout} layout, reduced length {self.length}, {extent}, {self.rows} "
+                f"rows a tile at pitch {self.pitch}, {self.units} units ({self.per_core} a "
+                f"core), buffers {self.buffer_num}")
+
 
 @dataclass(frozen=True)
 class _Axes:

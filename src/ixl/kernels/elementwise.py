@@ -63,6 +63,14 @@ class ElementwiseTiling(Tiling):
     out_round: str = "CAST_RINT"
     gaps: tuple[int, ...] = ()   # UB bytes left before each placed buffer (`_placed`)
 
+    def describe(self) -> str:
+        if self.rows:
+            return (f"row layout (an input broadcasts), rows of {self.segment} (UB pitch "
+                    f"{self.row_pad}), {self.tile} rows a tile, {self.per_core} rows a core, "
+                    f"buffers {self.buffer_num}")
+        return (f"flat, tile {self.tile} elements, {self.per_core} a core, compute "
+                f"{self.compute_dtype}, buffers {self.buffer_num}")
+
 
 # ---------------------------------------------------------------- host tiling
 

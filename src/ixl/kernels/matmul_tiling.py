@@ -164,6 +164,21 @@ class MatmulTiling(Tiling):
         neighbouring tiles."""
         return range(block_idx, self.tiles, block_num)
 
+    def describe(self) -> str:
+        sh = self.shape
+        grid = f"{self.m_tiles} x {self.n_tiles}" + (f" x {sh.batches}" if sh.batch else "")
+        parts = [f"base block {self.base_m} x {self.base_n} x {self.base_k}",
+                 f"L1 chunk of K {self.k_l1}",
+                 f"{self.tiles} tile{'s' if self.tiles != 1 else ''} ({grid})",
+                 f"split-K: {self.k_splits} parts of K {self.split_k}, summed by GEMVs"
+                 if self.k_splits > 1 else "no split-K"]
+        if sh.m == 1:
+            parts.append("one-row tiles (Mmad m = 2 over A's padding)")
+        if sh.trans_a or sh.trans_b:
+            parts.append("A^T" if not sh.trans_b else "B^T" if not sh.trans_a else "A^T, B^T")
+        parts.append("epilogue on the vector cores (mix)" if self.vector else "cube only")
+        return ", ".join(parts) + f", buffers L1 {self.l1_buffers} L0 {self.l0_buffers}"
+
     @property
     def split_k(self) -> int:
         """K of one split-K part: whole base_k steps."""

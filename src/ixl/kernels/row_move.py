@@ -158,8 +158,10 @@ def grid_part(src: int, dst: int, shape: tuple, src_strides: tuple, dst_strides:
     last = maps[-1]
     if last.fold == "affine" and last.step == 1:
         base, axes = axes_of(shape, src_strides, dst_strides, maps)
-        if axes and axes[-1].src_stride == 1 and axes[-1].dst_stride == 1:
-            return Part(src, dst, axes[:-1], axes[-1].size, src_base + base, dst_base)
+        inner = axes[-1] if axes else None
+        if inner is not None and inner.src_stride == inner.dst_stride == 1 \
+                and inner.map.fold == "affine":      # a folded axis is no contiguous run
+            return Part(src, dst, axes[:-1], inner.size, src_base + base, dst_base)
         return Part(src, dst, axes, 1, src_base + base, dst_base)
     if src_strides[-1] != 1 or dst_strides[-1] != 1:
         raise ValueError("a row map needs the source's and the output's last dims contiguous")
@@ -407,8 +409,11 @@ class RowMoveKernel:
         offsets = self.sources(tile)
         width = tile.width if part.row_map is None else part.src_row
         x = self.in_q.alloc_tensor(self.dtype)
+        # a row map's Gather reads row r at r x src_pitch: a repeated row is read into each
+        # of its slots, not once
         self.in_runs = runs(offsets, width,
-                            self.ctx.chip.max_copy_blocks if self.merge_runs else 1)
+                            self.ctx.chip.max_copy_blocks if self.merge_runs else 1,
+                            repeats=part.row_map is None)
         for run in self.in_runs:
             move_rows(x, self.gm[part.src], run._replace(offset=run.offset + tile.col), width,
                       self.tiling.src_pitch, inbound=True)

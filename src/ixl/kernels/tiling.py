@@ -24,6 +24,13 @@ class Tiling:
         """Slots per queue."""
         return self.config.buffers
 
+    def describe(self) -> str:
+        """The host tiling's choices in one line (`ixl run`, the debug log, a sweep's failure
+        say which path ran); a tiling with strategies of its own names them."""
+        tile = getattr(self, "tile", None)
+        size = f"tile {tile}, " if isinstance(tile, int) else ""
+        return f"{size}buffers {self.buffer_num}"
+
 
 def tile_elements(chip: ChipSpec, *, queued_bytes: int, buffer_num: int,
                   scratch_bytes: int = 0, vector_itemsize: int, reserved_bytes: int = 0) -> int:

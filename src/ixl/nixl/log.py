@@ -28,6 +28,8 @@ def launch(op: str, kernel: str, chip: str, tensors: list, plan: LaunchPlan,
     tiling = plan.tiling
     is_instance = dataclasses.is_dataclass(tiling) and not isinstance(tiling, type)
     fields = dataclasses.asdict(tiling) if is_instance else tiling
+    if hasattr(tiling, "describe"):
+        lines.append(f"[ixl]   path: {tiling.describe()}")
     lines.append(f"[ixl]   tiling {type(tiling).__name__}: {fields}")
     print("\n".join(lines), file=sys.stderr)
 
