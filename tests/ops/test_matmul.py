@@ -7,6 +7,7 @@ to the kernel."""
 import dataclasses
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -319,3 +320,18 @@ def test_ixl_tune_matmul_prints_the_ladder_and_stores_the_choice(tmp_path, monke
     for t in (a, b, y):
         t.free()
     dev.close()
+
+
+def test_a_classifier_head_splits_k_over_more_than_a_fractal_of_parts_and_says_so(dev):
+    """1 x 1280 . 1280 x 4 (a classifier head) splits K over more than 16 parts; their sums
+    read every 16-row block of the partials (the sanitizer saw the rest unwritten before), and
+    the tiling's line names the path."""
+    a = np.linspace(-1, 1, 1280, dtype=np.float32).reshape(1, 1280)
+    b = np.cos(np.arange(1280 * 4, dtype=np.float32)).reshape(1280, 4)
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
+        (y,), rec = run_arrays(dev, "MatMul", [a.astype(dtype), b.astype(dtype)])
+        assert rec.path == "native"
+        assert rec.tiling.k_splits > 16
+        assert f"split-K: {rec.tiling.k_splits} parts" in rec.tiling.describe()
+        want = a.astype(dtype).astype(np.float32) @ b.astype(dtype).astype(np.float32)
+        np.testing.assert_allclose(y.astype(np.float32), want, rtol=2e-2, atol=2e-2)

@@ -34,13 +34,18 @@ def _edges(dtype: str) -> tuple[list[int], list[int]]:
     return mn, sorted(set(mn + near(split, 1024, 2048, 4096, 8192)))
 
 
+def _mnk(data, op: str) -> tuple[str, int, int, int]:
+    """(dtype, m, n, k): M and N up to 600, K up to 9000, boundaries most of the time."""
+    dtype = dtype_of(data, op)
+    mn, ks = _edges(dtype)
+    m, n = (data.draw(dim(mn, 600), label=x) for x in "mn")
+    return dtype, m, n, data.draw(dim(ks, 9000), label="k")
+
+
 @given(data=st.data())
 @sweep_settings()
 def test_matmul_shapes(debug_dev, data):
-    dtype = dtype_of(data, "MatMul")
-    mn, ks = _edges(dtype)
-    m, n = (data.draw(dim(mn, 600), label=x) for x in "mn")
-    k = data.draw(dim(ks, 9000), label="k")
+    dtype, m, n, k = _mnk(data, "MatMul")
     batch: tuple[int, ...] = data.draw(st.sampled_from([(), (), (3,), (2, 1)]), label="batch")
     b_batch = data.draw(st.sampled_from([(), batch, batch[-1:] and (1,) + batch[1:]]))
     a = batch + (m, k)
@@ -54,10 +59,7 @@ def test_matmul_shapes(debug_dev, data):
 @given(data=st.data())
 @sweep_settings()
 def test_gemm_shapes(debug_dev, data):
-    dtype = dtype_of(data, "Gemm")
-    mn, ks = _edges(dtype)
-    m, n = (data.draw(dim(mn, 600), label=x) for x in "mn")
-    k = data.draw(dim(ks, 9000), label="k")
+    dtype, m, n, k = _mnk(data, "Gemm")
     assume(fits((m, k), (k, n), (m, n), limit=2 * MAX_ELEMENTS))
     trans_a, trans_b = data.draw(st.booleans()), data.draw(st.booleans())
     a = (k, m) if trans_a else (m, k)

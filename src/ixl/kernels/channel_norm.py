@@ -261,10 +261,11 @@ class ChannelNormKernel(ChannelNormQueues):
         x = self.load(offset, rows, count)
         size, n = rows * t.pitch, rows * count
         mean = self.scalar(self.total(x, size), 1.0 / n)
-        asc.adds(x, x, -mean, size)                       # the row pads now hold -mean
+        asc.adds(x, x, -mean, size)
+        self.zero_pads(x, rows, count)
         assert self.square is not None                    # planned for a variance
         asc.mul(self.square, x, x, size)
-        inv = self.inv_std(self.total(self.square, size), rows, count, mean)
+        inv = self.inv_std(self.total(self.square, size), rows, count)
         a, b = self.coefficients(c0, rows, inv)
         self.emit(offset, x, rows, count, a, b)
 
@@ -274,7 +275,7 @@ class ChannelNormKernel(ChannelNormQueues):
         t = self.t
         tiles = [(r0, min(t.rows, rows - r0)) for r0 in range(0, rows, t.rows)]
         mean = self.scalar(self.accumulate(offset, tiles, count, None), 1.0 / (rows * count))
-        inv = self.inv_std(self.accumulate(offset, tiles, count, mean), rows, count, mean)
+        inv = self.inv_std(self.accumulate(offset, tiles, count, mean), rows, count)
         for r0, k in tiles:
             a, b = self.coefficients(c0 + r0, k, inv, mean)
             x = self.load(offset + r0 * t.plane, k, count)
@@ -290,6 +291,7 @@ class ChannelNormKernel(ChannelNormQueues):
             size = k * t.pitch
             if mean is not None:
                 asc.adds(x, x, -mean, size)
+                self.zero_pads(x, k, count)
                 assert self.square is not None            # planned for a variance
                 asc.mul(self.square, x, x, size)
                 x = self.square
@@ -335,12 +337,23 @@ class ChannelNormKernel(ChannelNormQueues):
         self.out_q.free_tensor(y)
 
     # ---- the normalisations' statistics ----
-    def inv_std(self, m2: asc.LocalTensor, rows: int, count: int, mean: float) -> float:
-        """1 / sqrt(var + epsilon) from the group's sum of squared deviations (`m2`, a vector;
-        its tiles' row pads counted mean^2 each), read by the scalar unit."""
+    def zero_pads(self, x: asc.LocalTensor, rows: int, count: int) -> None:
+        """The row pads of a centred tile back to 0, so that the squares sum the group alone:
+        counting mean^2 per pad and subtracting it again cancels every digit of a variance
+        far below mean^2. One masked Duplicate per pad block, a row a repeat."""
+        pitch, blk = self.t.pitch, self.blk
+        stride = pitch // blk
+        rows_per_go = self.chip.max_repeat if stride <= self.chip.max_repeat else 1
+        for block in range(count // blk, pitch // blk):
+            valid = min(max(count - block * blk, 0), blk)
+            mask = [sum(1 << lane for lane in range(valid, blk)), 0]
+            for r0 in range(0, rows, rows_per_go):
+                asc.duplicate(x[r0 * pitch + block * blk], 0.0, mask,
+                              min(rows_per_go, rows - r0), 1, stride)
+    def inv_std(self, m2: asc.LocalTensor, rows: int, count: int) -> float:
+        """1 / sqrt(var + epsilon) from the group's sum of squared deviations (`m2`, a vector),
+        read by the scalar unit."""
         t = self.t
-        pads = rows * (t.pitch - count)
-        asc.adds(m2, m2, -pads * mean * mean, 1)
         asc.muls(m2, m2, 1.0 / (rows * count), 1)
         asc.adds(m2, m2, t.epsilon, 1)
         asc.rsqrt(m2, m2, 1)

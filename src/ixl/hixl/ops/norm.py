@@ -277,7 +277,8 @@ register(OpSchema(
     name="InstanceNormalization", tier="A", family="norm", inputs=("x", "scale", "bias"),
     dtypes=FLOATS, reference_fn=_instance_norm, infer_fn=_infer_instance_norm,
     constraints=FLOAT_TYPES, attrs={"epsilon": Attr(float, 1e-5, "added to the variance")},
-    samples=_channel_cases(2),
+    samples=_channel_cases(2) + [
+        SampleCase("two elements an instance: rows mostly pad", ((3, 15, 2), (15,), (15,)))],
     doc="y = x normalised over the spatial dims of each (n, c), then scale and bias per channel"))
 register(OpSchema(
     name="GroupNormalization", tier="A", family="norm", inputs=("x", "scale", "bias"),
@@ -289,6 +290,8 @@ register(OpSchema(
     samples=[c for c in _channel_cases(2, num_groups=2) if c.shapes[0][1] % 2 == 0] + [
         SampleCase("one element, one group", ((1, 1, 1, 1), (1,), (1,)), {"num_groups": 1}),
         SampleCase("one group per channel", ((2, 3, 4, 4), (3,), (3,)), {"num_groups": 3}),
-        SampleCase("one group", ((2, 6, 4, 4), (6,), (6,)), {"num_groups": 1})],
+        SampleCase("one group", ((2, 6, 4, 4), (6,), (6,)), {"num_groups": 1}),
+        SampleCase("groups of two one-element channels", ((2, 76, 1), (76,), (76,)),
+                   {"num_groups": 38})],
     doc="y = x normalised over each group of channels (and the spatial dims) per sample, then "
         "scale and bias per channel (opset 21)"))
