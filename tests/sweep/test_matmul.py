@@ -27,9 +27,9 @@ from .space import (
 @lru_cache
 def _edges(dtype: str) -> tuple[list[int], list[int]]:
     """(M / N edges, K edges) from the tiling of a large product and of a one-row one."""
-    def k_chunk(k):
-        return path_of("MatMul", SampleCase("", ((1, k), (k, 16))), dtype)
-    split = change_point(k_chunk, 16, 1 << 14) or 0
+    def unsplit(k):
+        return "no split-K" in (path_of("MatMul", SampleCase("", ((1, k), (k, 16))), dtype) or "")
+    split = change_point(unsplit, 16, 1 << 14) or 0
     mn = small_edges(dtype) + near(128, 256, 512)
     return mn, sorted(set(mn + near(split, 1024, 2048, 4096, 8192)))
 

@@ -350,6 +350,7 @@ class ChannelNormKernel(ChannelNormQueues):
             for r0 in range(0, rows, rows_per_go):
                 asc.duplicate(x[r0 * pitch + block * blk], 0.0, mask,
                               min(rows_per_go, rows - r0), 1, stride)
+
     def inv_std(self, m2: asc.LocalTensor, rows: int, count: int) -> float:
         """1 / sqrt(var + epsilon) from the group's sum of squared deviations (`m2`, a vector),
         read by the scalar unit."""

@@ -340,7 +340,6 @@ class SplitKMatmulKernel(MatmulKernel):
             quant_pre=QUANT[t.out_dtype], relu_en=t.epilogue.relu, unit_flag=3))
 
 
-
 def copy_f32_blocks(b1: asc.LocalTensor, src: asc.GlobalTensor, bn: int, rows: int,
                     pitch: int) -> None:
     """GM -> L1 of a float32 right matrix as stored (rows x bn, `pitch` elements a row): each
