@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +66,9 @@ MEMORY_FIELDS = {Space.UB: ("ub_bytes", "block_bytes"), Space.L1: ("l1_bytes", "
                  Space.L0C: ("l0c_bytes", "l0c_align"),
                  Space.BT: ("bias_table_bytes", "bias_table_align"),
                  Space.FB: ("fixpipe_buffer_bytes", "fixpipe_buffer_align")}
-AIC_BASE = 1 << 16      # AIC n has core id AIC_BASE + n: one id space for every core
+AIC_BASE = 1 << 16
+# A GM move in a trace: the replay's runner times it in two steps around the core's turn.
+GM_MOVE = "gm_move"      # AIC n has core id AIC_BASE + n: one id space for every core
 
 
 def memory_bytes(chip: ChipSpec, space: Space) -> int:
@@ -160,6 +163,15 @@ class AICore:
         # flags, per launch
         self.cube_state = CubeRegisters() if self.kind is CoreKind.AIC else None
         self.unit_flags = UnitFlags() if self.kind is CoreKind.AIC else None
+        self._unit_other: tuple | None = None   # what the latest unit-flag wait waited for
+        self.last_move_cycles = 0.0  # the latest GM move's cycles (a Fixpipe's unit flags)
+        # Tracing (trace.py): the steps this core records for a replay, the launch's GM
+        # arguments by their root address, why the launch cannot be replayed (None: it can);
+        # replaying: each argument's (segment, address, bytes).
+        self.trace: list | None = None
+        self.gm_args: dict[int, int] = {}
+        self.untraceable: str | None = None
+        self.gm_bound: list = []
 
     # ---- block lifecycle (driven by the launcher) ----
     @property
@@ -272,21 +284,33 @@ class AICore:
                 f"PIPE_{pipe.name} (its pipes: {have})")
 
     # ---- timeline and observers ----
+    # Each timed step is recorded (when tracing) as (method, *args) and applied by that
+    # method, so a replay (trace.py) applies exactly what the traced run applied.
     def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
         """Time one instruction; returns when it completes. (An instruction then reports its
         operands with `observe` when the core has observers.)"""
+        if self.trace is not None:
+            self.trace.append((AICore._issue, pipe, name, cycles))
+        return self.timeline.issue(pipe, name, cycles)
+
+    def _issue(self, pipe: Pipe, name: str, cycles: float) -> float:
         return self.timeline.issue(pipe, name, cycles)
 
     def vector_issue(self, name: str, cycles: float, reads: tuple[Operand, ...],
                      writes: tuple[Operand, ...], repeats: int) -> float:
         """Time one vector instruction of `cycles` plus what its operands' UB bank conflicts
         add (ubbanks.py)."""
+        group = bank = 0
         if self.banks is not None:
             group, bank = conflict_cycles(self.banks, reads, writes, repeats)
-            self.bank_conflicts[0] += group
-            self.bank_conflicts[1] += bank
-            cycles += group + bank
-        return self.timeline.issue(Pipe.V, name, cycles)
+        if self.trace is not None:
+            self.trace.append((AICore._vector_issue, name, cycles, group, bank))
+        return self._vector_issue(name, cycles, group, bank)
+
+    def _vector_issue(self, name: str, cycles: float, group: int, bank: int) -> float:
+        self.bank_conflicts[0] += group
+        self.bank_conflicts[1] += bank
+        return self.timeline.issue(Pipe.V, name, cycles + group + bank)
 
     def gm_move(self, pipe: Pipe, name: str, gm: GlobalTensor, offset: int, count: int, width: int,
                 pitch: int, *, write: bool, aligned: bool, bursts: int | None = None,
@@ -299,20 +323,90 @@ class AICore:
         takes the core's GM port, longer by what meeting other cores' reads of the same lines
         costs, and its share of HBM. Returns its cycles (the longer of the two). Call it before
         the move touches GM's bytes, so they are what the earlier moves left."""
-        start = self.timeline.move_start(pipe)
         latency = self.mte_latency if latency is None else latency
+        bursts = outer * count if bursts is None else bursts
+        if self.trace is not None:
+            arg = self._gm_arg(gm, offset)
+            self.trace.append((GM_MOVE, pipe, name, *arg, gm.l2_mode, count, width, pitch,
+                               outer, outer_pitch, write, aligned, bursts, latency))
+        start = self.timeline.move_start(pipe)
         if self.scheduler is not None:
             self.scheduler.turn(self, start + latency)
+        return self.transfer(pipe, name, gm, offset, count, width, pitch, outer, outer_pitch,
+                             write, aligned, bursts, latency, start)
+
+    def transfer(self, pipe: Pipe, name: str, gm, offset: int, count: int, width: int,
+                 pitch: int, outer: int, outer_pitch: int, write: bool, aligned: bool,
+                 bursts: int, latency: float, start: float) -> float:
+        """The second half of a GM move whose pipe started it at `start`: L2, port and HBM.
+        `gm` is the GlobalTensor, or on a replay the window (segment, addr, l2_mode) of the
+        argument it recorded."""
         hit, miss, writeback, met = self.l2.access(gm, offset, count, width, pitch, outer,
                                                    outer_pitch, write, start + latency)
-        port, hbm = self.costs.gm_cycles(hit, miss, writeback,
-                                         outer * count if bursts is None else bursts, aligned,
-                                         self.gm_rates)
+        port, hbm = self.costs.gm_cycles(hit, miss, writeback, bursts, aligned, self.gm_rates)
         stall = port * self.l2.phase.cache.same_line_extra * met
         end = self.timeline.transfer(pipe, name, start, latency, port + stall,
                                      outer * count * width, hbm)
         self.l2.timed(end, stall)
-        return max(port + stall, hbm)
+        self.last_move_cycles = cycles = max(port + stall, hbm)
+        return cycles
+
+    def _gm_arg(self, gm: GlobalTensor, offset: int) -> tuple[int, int]:
+        """(argument index, byte offset from its start) of a GM access, for the trace; an
+        access to a tensor that is not an argument of the launch makes it untraceable."""
+        arg = self.gm_args.get(gm.root[0])
+        if arg is None:
+            self.untraceable = f"a GM tensor '{gm.name}' that is not an argument of the launch"
+            return -1, 0
+        return arg, gm.addr - gm.root[0] + offset
+
+    def execute(self, effect: Callable[[], object]) -> None:
+        """Apply an instruction's effect on on-core memories (nothing in timing-only mode):
+        `effect` holds the views it works on, so a replay applies it again as it is."""
+        if self.mode.timing_only:
+            return
+        effect()
+        if self.trace is not None:
+            self.trace.append((_apply, effect))
+
+    def execute_gm(self, effect: Callable[[np.ndarray], object], gm: GlobalTensor,
+                   offset: int, view: np.ndarray) -> None:
+        """Apply an effect that also touches GM: `view` is the uint8 bytes of `gm` from byte
+        `offset` that it works on (checked by the caller); a replay passes the same bytes of
+        its own launch's argument."""
+        if self.mode.timing_only:
+            return
+        effect(view)
+        if self.trace is not None:
+            self.trace.append((_apply_gm, effect, *self._gm_arg(gm, offset), len(view)))
+
+    def read_back(self, what: str) -> None:
+        """The kernel's Python reads a value from an on-core memory (GetValue): what it does
+        next may depend on data, so the launch is not replayed."""
+        if self.trace is not None:
+            self.untraceable = f"{what} reads a value back into the kernel"
+
+    def count_flops(self, flops: int) -> None:
+        """The Cube's multiply-adds of one Mmad, x 2, for the profile."""
+        if self.trace is not None:
+            self.trace.append((AICore.count_flops, flops))
+        self.timeline.stats[Pipe.M].flops += flops
+
+    def unit_wait(self, pipe: Pipe, buffer: int, mode: int) -> None:
+        """Before an instruction with unit flags is timed (cube/unitflag.py)."""
+        if self.trace is not None:
+            self.trace.append((AICore.unit_wait, pipe, buffer, mode))
+        assert self.unit_flags is not None
+        self._unit_other = self.unit_flags.wait(self, pipe, buffer, mode)
+
+    def unit_done(self, pipe: Pipe, buffer: int, mode: int, units: int,
+                  cycles: float | None) -> None:
+        """After it is timed; `cycles` None: the latest GM move's (a Fixpipe into GM)."""
+        if self.trace is not None:
+            self.trace.append((AICore.unit_done, pipe, buffer, mode, units, cycles))
+        assert self.unit_flags is not None
+        self.unit_flags.done(self, pipe, buffer, mode, units, self._unit_other,
+                             self.last_move_cycles if cycles is None else cycles)
 
     def observe(self, pipe: Pipe, name: str, reads: tuple[Access, ...],
                 writes: tuple[Access, ...], nbytes: int = 0) -> None:
@@ -329,18 +423,24 @@ class AICore:
             o.sync(ev)
 
     def set_flag(self, src: Pipe, dst: Pipe, event_id: int, what: str = "set_flag") -> None:
+        if self.trace is not None:
+            self.trace.append((AICore.set_flag, src, dst, event_id, what))
         fires = self.timeline.set_flag(src, dst, event_id)
         if self.observers:
             self._sync(SyncKind.SET, what, src=src, dst=dst, event_id=event_id,
                        issued=self.timeline.issued, time=fires)
 
     def wait_flag(self, src: Pipe, dst: Pipe, event_id: int, what: str = "wait_flag") -> None:
+        if self.trace is not None:
+            self.trace.append((AICore.wait_flag, src, dst, event_id, what))
         fired, resumed = self.timeline.wait_flag(src, dst, event_id, self.core_id, self.label)
         if self.observers:
             self._sync(SyncKind.WAIT, what, src=src, dst=dst, event_id=event_id,
                        issued=self.timeline.issued, time=resumed, fired=fired)
 
     def barrier(self, pipe: Pipe | None) -> None:
+        if self.trace is not None:
+            self.trace.append((AICore.barrier, pipe))
         self.timeline.barrier(pipe)
         if self.observers:
             self._sync(SyncKind.BARRIER, "pipe_barrier", src=pipe, issued=self.timeline.issued)
@@ -351,14 +451,18 @@ class AICore:
         if self.observers:
             self._sync(SyncKind.SYNC_ALL, "sync_all", time=when)
 
-    def cross_core_set(self, pipe: Pipe, flag_id: int, mode: int) -> float:
-        """CrossCoreSetFlag: issued to `pipe`, it fires when the pipe's earlier work is done;
-        returns that time."""
+    def cross_core_set(self, pipe: Pipe, flag_id: int, mode: int, what: str) -> None:
+        """CrossCoreSetFlag: issued to `pipe`, it fires when the pipe's earlier work is done,
+        and the launch's flag board delivers it (crosscore.py)."""
+        if self.trace is not None:
+            self.trace.append((AICore.cross_core_set, pipe, flag_id, mode, what))
         fires = self.timeline.cross_set(pipe)
         if self.observers:
             self._sync(SyncKind.CROSS_SET, "cross_core_set_flag", src=pipe, event_id=flag_id,
                        issued=self.timeline.issued, time=fires, peer=mode)
-        return fires
+        self.cross_sets += 1
+        assert self.cross_core is not None          # cross_core_set_flag checked the board
+        self.cross_core.set(self.core_id, mode, flag_id, fires, self.cross_sets, what)
 
     def cross_core_wait(self, flag_id: int, fired: float, peers: tuple) -> None:
         """CrossCoreWaitFlag passed: the flag fired at `fired` (set by the cores `peers`); on
@@ -377,6 +481,17 @@ class AICore:
     def buffer_event(self, kind: SyncKind, what: str, buffer: Access) -> None:
         """alloc_tensor / free_tensor of a queue buffer (call only when observed)."""
         self._sync(kind, what, buffer=buffer)
+
+
+def _apply(core: AICore, effect: Callable[[], object]) -> None:
+    effect()
+
+
+def _apply_gm(core: AICore, effect: Callable[[np.ndarray], object], arg: int, offset: int,
+              nbytes: int) -> None:
+    seg, addr, _ = core.gm_bound[arg]
+    start = addr - seg.addr + offset
+    effect(seg.data[start:start + nbytes])
 
 
 def current_core() -> AICore:

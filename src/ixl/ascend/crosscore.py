@@ -40,7 +40,7 @@ def cross_core_set_flag(mode_id: int, pipe: Pipe, flag_id: int) -> None:
     """CrossCoreSetFlag<mode_id, pipe>(flag_id)."""
     core = current_core()
     what = f"cross_core_set_flag<{mode_id}, PIPE_{pipe.name}>({flag_id})"
-    board = _board(core, what)
+    _board(core, what)
     if mode_id not in MODES:
         raise IllegalInstruction(f"{what}: mode {mode_id} is not one of 0 (all AICs or all "
                                  f"AIVs), 1 (the two AIVs of a group), 2 (AIC with its AIVs); "
@@ -53,9 +53,7 @@ def cross_core_set_flag(mode_id: int, pipe: Pipe, flag_id: int) -> None:
                                  f"follows (V, M, MTE1, MTE2, MTE3, FIX), not S or ALL [XCORE]")
     core.has_pipe(pipe, what)
     _check_id(core, flag_id, what)
-    fires = core.cross_core_set(pipe, flag_id, mode_id)
-    core.cross_sets += 1
-    board.set(core.core_id, mode_id, flag_id, fires, core.cross_sets, what)
+    core.cross_core_set(pipe, flag_id, mode_id, what)
 
 
 def cross_core_wait_flag(flag_id: int) -> CrossCoreWait:

@@ -100,21 +100,19 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
     grid = core.burst_grid
     aligned = gm.addr % grid == 0 and (count == 1 or gm_pitch % grid == 0)
     core.gm_move(pipe, what, gm, 0, count, width, gm_pitch, write=not inbound, aligned=aligned)
-    rows = None
-    if not core.mode.timing_only:
-        if count == 1:
-            if inbound:
-                ub_bytes[ub_lead:] = gm_bytes
-            else:
-                gm_bytes[:] = ub_bytes
+    if count == 1:
+        local_rows = ub_bytes[ub_lead:]
+    else:
+        local_rows = _rows(ub_bytes, ub_lead, count, width, ub_pitch)
+
+    def copy(gm_view: np.ndarray) -> None:
+        gm_rows = gm_view if count == 1 else _rows(gm_view, 0, count, width, gm_pitch)
+        if inbound:
+            local_rows[...] = gm_rows
         else:
-            ub_rows = _rows(ub_bytes, ub_lead, count, width, ub_pitch)
-            gm_rows = _rows(gm_bytes, 0, count, width, gm_pitch)
-            if inbound:
-                ub_rows[...] = gm_rows
-            else:
-                gm_rows[...] = ub_rows
-        rows = ub_bytes
+            gm_rows[...] = local_rows
+    core.execute_gm(copy, gm, 0, gm_bytes)
+    rows = None if core.mode.timing_only else ub_bytes
     if core.observers:
         _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pitch, ub_lead,
                  ub_block)
@@ -220,7 +218,10 @@ def data_copy_pad(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTens
                             "data_copy_pad")
     typed = _rows(ub, 0, params.block_count, ub_block, ub_pitch).view(local.dtype)
     lo, hi = left // isz, (left + width) // isz
-    fill = (np.full(params.block_count, pad.value, local.dtype) if pad.is_pad
-            else typed[:, lo].copy())
-    typed[:, :lo] = fill[:, None]
-    typed[:, hi:] = fill[:, None]
+
+    def fill_pads() -> None:
+        fill = (np.full(params.block_count, pad.value, local.dtype) if pad.is_pad
+                else typed[:, lo].copy())
+        typed[:, :lo] = fill[:, None]
+        typed[:, hi:] = fill[:, None]
+    local.core.execute(fill_pads)

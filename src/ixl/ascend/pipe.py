@@ -143,6 +143,7 @@ class LocalTensor:
             raise IllegalInstruction(f"get_value({index}) outside the {self.count} elements")
         core = self.core
         core.issue(Pipe.S, "get_value", core.costs.scalar_issue_cycles)
+        core.read_back("get_value")
         if core.observers:
             core.observe(Pipe.S, "get_value", (self[index].access(1, "src"),), ())
         return self.view(index + 1)[index].item()

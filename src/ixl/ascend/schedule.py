@@ -28,6 +28,10 @@ from .core import AICore, CoreId, CoreKind, SyncAll
 from .crosscore import CrossCoreWait, FlagBoard
 from .errors import IllegalInstruction, KernelTimeout
 
+# Where a traced core waits for a cross-core flag or meets the others at a SyncAll.
+CROSS_WAIT = "cross_core_wait_flag"
+SYNC_ALL = "sync_all"
+
 
 class KernelType(enum.Enum):
     """What a kernel runs on: its block_dim counts AIVs, AICs, or groups of 1 AIC + 2 AIV."""
@@ -88,24 +92,18 @@ def launch_cores(kind: KernelType, chip: ChipSpec, slots: list[Slot]) -> int:
     return chip.aiv_per_aic * sum(1 for s in slots if s.core_id.kind is CoreKind.AIC)
 
 
-class Runner:
-    """Runs every block of a launch on its core, the cores interleaved in modeled time.
+class Interleaver:
+    """What every way of running a launch's cores shares: cores wait for cross-core flags and
+    meet at SyncAlls, and the one whose pending GM move starts first goes next (ties by the
+    cores' run order). How a core runs until it hands over is the subclass's: the kernel's
+    Python in a greenlet (Runner), or its recorded trace (replay.Replayer)."""
 
-    Each core runs in a greenlet of its own and hands over at every GM move (`turn`), where it
-    waits for a cross-core flag and at a SyncAll; the runner then resumes the core whose
-    pending move starts first (ties by the cores' run order), so every move meets L2 as the
-    earlier moves of all cores left it (l2.py), and GM's bytes too. Only modeled times decide
-    the order: never the host's."""
-
-    def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
-                 flag_latency: float, observers: list, end_phase: Callable[[], None] = lambda: None
-                 ) -> None:
+    def __init__(self, cores: list[AICore], board: FlagBoard | None, flag_latency: float,
+                 observers: list, end_phase: Callable[[], None]) -> None:
         """`cores` in their run order; `end_phase` is called whenever every core has reached
         a SyncAll or the end, before the cores meet (the chip settles what the phase did to
         L2)."""
         self.cores = cores
-        self.slots = slots
-        self.block_num = block_num
         self.board = board
         self.flag_latency = flag_latency
         self.observers = observers
@@ -118,90 +116,36 @@ class Runner:
         self.blocked: dict = {}       # core id -> (core, flag id) it waits for
         self.barrier: list = []       # cores at a SyncAll
         self.seen = 0                 # the board's deliveries the runner has looked at
-        self.main: greenlet.greenlet | None = None
 
-    def run(self, body: Callable[[AICore], object]) -> None:
-        self.main = greenlet.getcurrent()
+    def _switch(self, core: AICore) -> None:
+        """Run `core` (and whoever it hands over to) until it pauses or its blocks end."""
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        """Every core to its first move, a wait, or its end; then all of them to the end."""
+        self.fresh = {c.core_id for c in self.cores}
         for c in self.cores:
-            c.scheduler = self
-            c.greenlet = greenlet.greenlet(partial(self._core_main, c, body))
-        try:
-            self.fresh = {c.core_id for c in self.cores}
-            for c in self.cores:          # each to its first move, a wait, or its end
-                self._switch(c)
-            self._drive()
-        finally:
-            for c in self.cores:
-                c.scheduler = None
-                let, c.greenlet = c.greenlet, None
-                if not let.dead:          # another core failed: end this one's block too
-                    let.throw()
+            self._switch(c)
+        self._drive()
+
+    def _finish(self) -> None:
         self.end_phase()
         for o in self.observers:
             o.phase_end(self.phase)
 
-    # ---- inside a core ----
-    def turn(self, core: AICore, ready: float) -> None:
-        """`core` is about to make a GM move whose port time starts at `ready`: the cores
-        with an earlier one go first (the core hands over to the earliest directly)."""
+    def _handover(self, core: AICore, ready: float) -> AICore | None:
+        """`core` is about to make a GM move whose port time starts at `ready`: None when it
+        goes on at once, `core` itself when it pauses for the runner to decide who goes next,
+        or the core with the earliest pending move, which goes next instead of it."""
         entry = (ready, core.run_rank, core)
         pending = self.pending
         if (self.fresh and core.core_id in self.fresh) or self._woken():
             self.fresh.discard(core.core_id)
             heapq.heappush(pending, entry)
-            self._pause(core)               # the runner decides who goes next
-            return
+            return core
         if not pending or entry < pending[0]:          # ranks differ: never compares cores
-            return
-        nxt = heapq.heappushpop(pending, entry)[2]
-        nxt.resume()
-        nxt.greenlet.switch()
-        core.resume()
-
-    def _core_main(self, core: AICore, body) -> None:
-        with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
-            self._run_blocks(core, body)
-
-    def _run_blocks(self, core: AICore, body) -> None:
-        slot = self.slots[core.core_id]
-        core.sub_block_idx, core.task_ratio = slot.sub_block, slot.ratio
-        for b in slot.blocks:
-            core.begin_block(b, self.block_num)
-            try:
-                result = body(core)
-                if result is not None and len(slot.blocks) > 1:
-                    raise IllegalInstruction(
-                        f"SyncAll needs every block resident at once: {self.block_num} blocks "
-                        f"on {len(self.cores)} cores")
-                if result is not None:
-                    self._step(core, result)
-            except BaseException:
-                core.end_block(check=False)
-                raise
-            core.end_block()
-
-    def _step(self, core: AICore, gen) -> None:
-        """Run a generator block to its end, pausing where it waits for other cores."""
-        for wanted in gen:
-            if isinstance(wanted, CrossCoreWait):
-                core.pending_wait = None
-                if not self._pass(core, wanted.flag_id):
-                    self.blocked[core.core_id] = (core, wanted.flag_id)
-                    self._pause(core)         # resumed once the flag is set
-                    self._pass(core, wanted.flag_id)
-            elif isinstance(wanted, SyncAll):
-                self.barrier.append(core)
-                self._pause(core)             # resumed when every core has met
-            else:
-                raise IllegalInstruction(
-                    f"a kernel yields asc.sync_all() or asc.cross_core_wait_flag(id), got "
-                    f"{wanted!r}")
-
-    def _pause(self, core: AICore) -> None:
-        core.pause()
-        assert self.main is not None
-        self.main.switch()
-        core.resume()
+            return None
+        return heapq.heappushpop(pending, entry)[2]
 
     def _pass(self, core: AICore, flag: int) -> bool:
         assert self.board is not None       # cross_core_wait_flag runs only in a mix kernel
@@ -210,13 +154,6 @@ class Runner:
             return False
         core.cross_core_wait(flag, *token)
         return True
-
-    # ---- the runner ----
-    def _switch(self, core: AICore) -> None:
-        """Run `core` until it pauses or its blocks end."""
-        core.resume()
-        core.greenlet.switch()
-        core.pause()
 
     def _woken(self) -> bool:
         """A set since the runner last looked may have freed a waiting core."""
@@ -261,9 +198,7 @@ class Runner:
 
     def _meet(self) -> None:
         """SyncAll: every core waits for the slowest one, then all resume."""
-        self.end_phase()
-        for o in self.observers:
-            o.phase_end(self.phase)
+        self._finish()
         self.phase += 1
         meet = max(c.timeline.end for c in self.cores) + self.flag_latency
         for c in self.cores:
@@ -281,3 +216,103 @@ class Runner:
             f"{core.label} execution timed out: core {core.core_id} waits at "
             f"cross_core_wait_flag({waits[blocked[0]].flag_id}), and no running core is left "
             f"to set it ({len(blocked)} core(s) blocked on cross-core flags{where})")
+
+
+class Runner(Interleaver):
+    """Runs every block of a launch on its core, the cores interleaved in modeled time.
+
+    Each core runs in a greenlet of its own and hands over at every GM move (`turn`), where it
+    waits for a cross-core flag and at a SyncAll; the runner then resumes the core whose
+    pending move starts first (ties by the cores' run order), so every move meets L2 as the
+    earlier moves of all cores left it (l2.py), and GM's bytes too. Only modeled times decide
+    the order: never the host's. A core that is tracing (core.trace) records where it waits
+    and meets the others, so that a replay interleaves the same way."""
+
+    def __init__(self, cores: list[AICore], slots: dict, block_num: int, board: FlagBoard | None,
+                 flag_latency: float, observers: list, end_phase: Callable[[], None] = lambda: None
+                 ) -> None:
+        super().__init__(cores, board, flag_latency, observers, end_phase)
+        self.slots = slots
+        self.block_num = block_num
+        self.main: greenlet.greenlet | None = None
+
+    def run(self, body: Callable[[AICore], object]) -> None:
+        self.main = greenlet.getcurrent()
+        for c in self.cores:
+            c.scheduler = self
+            c.greenlet = greenlet.greenlet(partial(self._core_main, c, body))
+        try:
+            self._start()
+        finally:
+            for c in self.cores:
+                c.scheduler = None
+                let, c.greenlet = c.greenlet, None
+                if not let.dead:          # another core failed: end this one's block too
+                    let.throw()
+        self._finish()
+
+    # ---- inside a core ----
+    def turn(self, core: AICore, ready: float) -> None:
+        """`core` is about to make a GM move whose port time starts at `ready`: the cores
+        with an earlier one go first (the core hands over to the earliest directly)."""
+        nxt = self._handover(core, ready)
+        if nxt is core:
+            self._pause(core)               # the runner decides who goes next
+        elif nxt is not None:
+            nxt.resume()
+            nxt.greenlet.switch()
+            core.resume()
+
+    def _core_main(self, core: AICore, body) -> None:
+        with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
+            self._run_blocks(core, body)
+
+    def _run_blocks(self, core: AICore, body) -> None:
+        slot = self.slots[core.core_id]
+        core.sub_block_idx, core.task_ratio = slot.sub_block, slot.ratio
+        for b in slot.blocks:
+            core.begin_block(b, self.block_num)
+            try:
+                result = body(core)
+                if result is not None and len(slot.blocks) > 1:
+                    raise IllegalInstruction(
+                        f"SyncAll needs every block resident at once: {self.block_num} blocks "
+                        f"on {len(self.cores)} cores")
+                if result is not None:
+                    self._step(core, result)
+            except BaseException:
+                core.end_block(check=False)
+                raise
+            core.end_block()
+
+    def _step(self, core: AICore, gen) -> None:
+        """Run a generator block to its end, pausing where it waits for other cores."""
+        for wanted in gen:
+            if isinstance(wanted, CrossCoreWait):
+                core.pending_wait = None
+                if core.trace is not None:
+                    core.trace.append((CROSS_WAIT, wanted.flag_id))
+                if not self._pass(core, wanted.flag_id):
+                    self.blocked[core.core_id] = (core, wanted.flag_id)
+                    self._pause(core)         # resumed once the flag is set
+                    self._pass(core, wanted.flag_id)
+            elif isinstance(wanted, SyncAll):
+                if core.trace is not None:
+                    core.trace.append((SYNC_ALL,))
+                self.barrier.append(core)
+                self._pause(core)             # resumed when every core has met
+            else:
+                raise IllegalInstruction(
+                    f"a kernel yields asc.sync_all() or asc.cross_core_wait_flag(id), got "
+                    f"{wanted!r}")
+
+    def _pause(self, core: AICore) -> None:
+        core.pause()
+        assert self.main is not None
+        self.main.switch()
+        core.resume()
+
+    def _switch(self, core: AICore) -> None:
+        core.resume()
+        core.greenlet.switch()
+        core.pause()

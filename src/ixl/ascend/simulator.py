@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import weakref
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import DTypeLike
 
+from . import memories, replay
 from .chips import ChipSpec
-from .core import AICore, CoreId, CoreKind, Mode, as_core_id, memory_bytes
+from .core import AICore, CoreKind, Mode, as_core_id
 from .costs import cost_table
 from .crosscore import FlagBoard
 from .errors import KernelTimeout
@@ -31,6 +33,7 @@ from .host_gc import collector_paused
 from .l2 import L2Stats, l2_cache
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
+from .replay import Replayer, ReplayStats, replay_enabled
 from .sanitizer import debug_checks
 from .schedule import KernelType, Runner, launch_cores, place
 from .timeline import Pipe, PipeStats
@@ -97,6 +100,9 @@ class LaunchRecord:
     chip: ChipSpec
     kind: KernelType = KernelType.VECTOR
     cross_edges: list = field(default_factory=list)     # recorded cross-core flags (CrossEdge)
+    # replay.py: "traced" (kept to replay), "replayed", "untraceable" (traced, not kept: it
+    # read data back), or "none" (not traced: debug mode, a record or observers, IXL_REPLAY=0)
+    replay: str = "none"
 
     def of(self, kind: CoreKind) -> list[CoreReport]:
         """The cores of one kind (a mix launch has both)."""
@@ -120,7 +126,11 @@ class SimulatedChip:
         self.gm = GlobalMemory()
         self.version = CHIP_MODEL_VERSION
         self.observers: list[Observer] = []
-        self._memories: dict[int, dict] = {}      # core id -> its memories, kept across launches
+        # the cores' memories, kept across launches, and the traces of launches on them
+        self.memories = memories.take(chip)
+        self._release = weakref.finalize(self, memories.give_back, self.memories)
+        self.traces = self.memories.traces
+        self.replay_stats = ReplayStats()          # this chip's launches (replay.py)
         self.l2 = l2_cache(chip)                  # kept across launches, as on the chip
         self._lock = threading.Lock()             # one launch at a time owns the cores
 
@@ -178,27 +188,29 @@ class SimulatedChip:
             c.l2_stats.add(c.l2.stats)
             c.l2 = phase.view(c.core_id)
 
-    def _core_memories(self, core_id: CoreId) -> dict:
-        mem = self._memories.get(core_id)
-        if mem is None:
-            mem = self._memories[core_id] = {
-                sp: np.zeros(memory_bytes(self.chip, sp), np.uint8) for sp in core_id.kind.spaces}
-        return mem
+    def close(self) -> None:
+        """The device is done: its memories (and their traces) go to the next one."""
+        self._release()
 
     # ---- launch ----
     def launch(self, name: str, body: Callable[[AICore], None], block_num: int, mode: Mode,
                args: Iterable[tuple[GlobalTensor, GmRole]] = (),
-               kind: KernelType = KernelType.VECTOR) -> LaunchRecord:
+               kind: KernelType = KernelType.VECTOR, signature: tuple | None = None
+               ) -> LaunchRecord:
         """Run `body` once per block on the cores `kind` places them on (schedule.place).
         `args` names the role of each GM tensor the kernel takes (what the debug checks know
-        of them).
+        of them, and what a replay binds anew).
 
         A body that is a generator meets the other cores at each `yield sync_all()` (SyncAll),
-        and waits for another core's flag at each `yield cross_core_wait_flag(id)`."""
-        with self._lock, one_blas_thread(), collector_paused():
-            return self._launch(name, body, block_num, mode, args, kind)
+        and waits for another core's flag at each `yield cross_core_wait_flag(id)`.
 
-    def _launch(self, name, body, block_num, mode, args, kind) -> LaunchRecord:
+        `signature`: everything the body's Python depends on beyond its GM arguments (the
+        kernel, its tiling, held alive by the trace; replay.py): given, the launch is traced,
+        and run from its trace when the same signature came before."""
+        with self._lock, one_blas_thread(), collector_paused():
+            return self._launch(name, body, block_num, mode, list(args), kind, signature)
+
+    def _launch(self, name, body, block_num, mode, args, kind, signature) -> LaunchRecord:
         slots = place(kind, self.chip, block_num)
         costs = cost_table(self.chip.arch)
         recorder = TimelineRecorder() if mode.record else None
@@ -206,9 +218,18 @@ class SimulatedChip:
                      *(debug_checks() if mode.debug else [])]
         by_id = {s.core_id: s for s in slots}
         order = [slots[i].core_id for i in core_order(name, len(slots))]
+        key = trace = None
+        replayed = "none"
+        if signature is not None and not observers and replay_enabled():
+            key = (signature, name, block_num, kind, mode, tuple(order),
+                   replay.signature(args, costs.burst_align_bytes))
+            if self.traces.refused(key):
+                key, replayed = None, "untraceable"
+            else:
+                trace = self.traces.get(key)
         phase = self.l2.phase(len(slots))
         cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
-                        memories=self._core_memories(cid), observers=tuple(observers),
+                        memories=self.memories.of(cid), observers=tuple(observers),
                         l2=phase.view(cid))
                  for cid in order]
         board = FlagBoard(self.chip, {s.core_id: s.group for s in slots}) \
@@ -220,8 +241,23 @@ class SimulatedChip:
                            for t, role in args}, kind.value)
         for o in observers:
             o.launch_begin(info)
-        Runner(cores, by_id, block_num, board, costs.flag_latency_cycles, observers,
-               lambda: self._end_phase(cores)).run(body)
+        if key is not None:
+            replay.bind(cores, args)
+        if trace is not None:
+            with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
+                Replayer(cores, trace, board, costs.flag_latency_cycles,
+                         lambda: self._end_phase(cores)).run()
+            self.replay_stats.replayed += 1
+            replayed = "replayed"
+        else:
+            for c in cores if key is not None else ():
+                c.trace = []
+            Runner(cores, by_id, block_num, board, costs.flag_latency_cycles, observers,
+                   lambda: self._end_phase(cores)).run(body)
+            if key is not None:
+                why = self.traces.keep(key, cores, signature)
+                replayed = "traced" if why is None else "untraceable"
+                self.replay_stats.count(why)
         left = board.unwaited() if board is not None and mode.debug else []
         if left:
             raise KernelTimeout(f"AI Core execution timed out: the launch ended with "
@@ -236,7 +272,8 @@ class SimulatedChip:
                    for c in sorted(cores, key=lambda c: c.core_id)]
         record = LaunchRecord(name, block_num, self.chip.clock_mhz,
                               costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
-                              self.chip, kind, recorder.cross if recorder else [])
+                              self.chip, kind, recorder.cross if recorder else [],
+                              replayed)
         for o in observers:
             o.launch_end(record)
         return record

@@ -17,7 +17,7 @@ import builtins
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import ml_dtypes
 import numpy as np
@@ -179,11 +179,11 @@ def _box(repeat: int, blk_stride: int, rep_stride: int, blk_elems: int, mask_key
     return (repeat, blocks, blk_elems), (rep_stride * blk_elems, blk_stride * blk_elems, 1)
 
 
-def _elements(operands, idx, mask, repeat: int, lanes: int):
-    """(store, sources) of a strided instruction that ran (`operands` and `idx` as for
-    `_strided_operands`): the sources' elements, and a function that writes a result of their
-    shape into dst's. Under a full mask they are strided views of UB (no index array gathered
-    or scattered); otherwise the index arrays' gathers and scatter."""
+def _strided_effect(operands, idx, mask, repeat: int, lanes: int, compute):
+    """The effect of a strided instruction that runs (`operands` and `idx` as for
+    `_strided_operands`): dst's elements = compute(*the sources' elements). Under a full mask
+    they are strided views of UB (no index array gathered or scattered); otherwise the index
+    arrays' gathers and scatter."""
     first = operands[0][0]
     blk_elems = first.core.chip.block_elems(first.itemsize)
     key = _mask_key(mask)
@@ -195,13 +195,15 @@ def _elements(operands, idx, mask, repeat: int, lanes: int):
                                     offset=t.offset, strides=tuple(s * t.itemsize for s in steps))
                          for (t, *_), (shape, steps) in zip(operands, full)]
 
-        def store(result) -> None:
-            dst[...] = result
-        return store, sources
+        def store() -> None:
+            dst[...] = compute(*sources)
+        return store
+    whole = first.view()
+    gathered = [(t.view(), i) for (t, *_), i in zip(operands[1:], idx[1:])]
 
-    def scatter(result) -> None:
-        first.view()[idx[0]] = result
-    return scatter, [t.view()[i] for (t, *_), i in zip(operands[1:], idx[1:])]
+    def scatter() -> None:
+        whole[idx[0]] = compute(*(v[i] for v, i in gathered))
+    return scatter
 
 
 def _strided_operands(operands, idx) -> tuple[tuple, tuple]:
@@ -271,13 +273,13 @@ def _binary(op: str, fn, allowed=_ARITH):
                 raise IllegalInstruction(f"{op} count {count} is negative")
             for t, role in ((dst, "dst"), (src0, "src0"), (src1, "src1")):
                 _check_extent(op, t, count, role)
-            if count and not core.mode.timing_only:
+            if count:
                 # numpy's float16 ufuncs also compute in float32 and round once: same bits,
                 # without the extra conversion passes.
                 cd = (None if dst.dtype == F16 == src0.dtype == src1.dtype
                       else _compute_dtype(dst.dtype))
-                fn(src0.view(count), src1.view(count), out=dst.view(count), dtype=cd,
-                   casting="unsafe")
+                core.execute(partial(fn, src0.view(count), src1.view(count), out=dst.view(count),
+                                     dtype=cd, casting="unsafe"))
             _issue_count(op, core.costs.vector(op, dst.itemsize, count), count, dst, (src0, src1))
             if core.observers:
                 core.observe(Pipe.V, op, *_count_operands(count, dst, ((src0, "src0"),
@@ -288,9 +290,9 @@ def _binary(op: str, fn, allowed=_ARITH):
                     (src0, p.src0_blk_stride, p.src0_rep_stride, "src0"),
                     (src1, p.src1_blk_stride, p.src1_rep_stride, "src1")]
         idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
-        if idx is not None and not core.mode.timing_only:
-            store, (a, b) = _elements(operands, idx, count_or_mask, repeat_times, lanes)
-            store(fn(a, b, dtype=_compute_dtype(dst.dtype)))
+        if idx is not None:
+            core.execute(_strided_effect(operands, idx, count_or_mask, repeat_times, lanes,
+                                         partial(fn, dtype=_compute_dtype(dst.dtype))))
         _issue_strided(op, core.costs.vector(op, dst.itemsize, repeat_times * lanes), operands,
                        repeat_times if idx is not None else 0)
         if core.observers:
@@ -327,8 +329,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
             raise IllegalInstruction(f"{op} count {count} is negative")
         _check_extent(op, dst, count, "dst")
         _check_extent(op, src, count, "src")
-        if count and not core.mode.timing_only:
-            dst.view(count)[...] = compute(src.view(count))
+        if count:
+            core.execute(partial(_store, dst.view(count), compute, src.view(count)))
         _issue_count(op, core.costs.vector(op, cost_size, count), count, dst,
                      (src,) if reads_src else ())
         if core.observers:
@@ -339,14 +341,17 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
     operands = [(dst, p.dst_blk_stride, p.dst_rep_stride, "dst"),
                 (src, p.src_blk_stride, p.src_rep_stride, "src")]
     idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
-    if idx is not None and not core.mode.timing_only:
-        store, (x,) = _elements(operands, idx, count_or_mask, repeat_times, lanes)
-        store(compute(x))
+    if idx is not None:
+        core.execute(_strided_effect(operands, idx, count_or_mask, repeat_times, lanes, compute))
     used = operands if reads_src else operands[:1]
     _issue_strided(op, core.costs.vector(op, cost_size, repeat_times * lanes), used,
                    repeat_times if idx is not None else 0)
     if core.observers:
         core.observe(Pipe.V, op, *_strided_operands(used, idx))
+
+
+def _store(out: np.ndarray, compute, *sources) -> None:
+    out[...] = compute(*sources)
 
 
 def _scalar_op(op: str, fn, allowed=_ARITH):
@@ -519,9 +524,8 @@ def _whole_reduce(op: str, fn):
         if idx is not None:
             _check_extent(op, dst, builtins.max(0, (repeat_times - 1) * dst_rep_stride) + 1,
                           "dst")
-            if not core.mode.timing_only:
-                vals = src.view()[idx[0]].astype(np.float32)
-                dst.view()[np.arange(repeat_times) * dst_rep_stride] = fn(vals, axis=1)
+            core.execute(partial(_reduce_repeats, dst.view(), np.arange(repeat_times)
+                                 * dst_rep_stride, src.view(), idx[0], fn))
         core.vector_issue(op, core.costs.vector(op, src.itemsize, repeat_times * lanes),
                           (Operand(src.offset, src_blk_stride, src_rep_stride),), (),
                           repeat_times)
@@ -535,6 +539,11 @@ def _whole_reduce(op: str, fn):
                      f"src_rep_stride): one result per repeat (Ascend C's WholeReduce, now "
                      f"ReduceRepeat); dst_rep_stride counts elements")
     return instr
+
+
+def _reduce_repeats(out: np.ndarray, at: np.ndarray, src: np.ndarray, idx: np.ndarray,
+                    fn) -> None:
+    out[at] = fn(src[idx].astype(np.float32), axis=1)
 
 
 whole_reduce_sum = _whole_reduce("whole_reduce_sum", np.sum)
@@ -586,12 +595,15 @@ def _select_operands(count: int, dst: LocalTensor, mask: LocalTensor, src0: Loca
     return tuple(reads), (dst.access(count, "dst"),)
 
 
-def _write_bits(op: str, dst: LocalTensor, bits: np.ndarray | None, count: int) -> None:
+def _write_bits(op: str, dst: LocalTensor, compare, a: np.ndarray, b, count: int) -> None:
+    """dst's bits = compare(a, b), one per element, LSB first."""
     _check_dtype(op, dst, _MASK)
     _check_extent(op, dst, count // 8, "dst")
-    if not dst.core.mode.timing_only:
-        assert bits is not None                     # computed unless timing only
-        dst.view(count // 8)[...] = np.packbits(bits, bitorder="little")
+    dst.core.execute(partial(_pack_compare, dst.view(count // 8), compare, a, b))
+
+
+def _pack_compare(out: np.ndarray, compare, a: np.ndarray, b) -> None:
+    out[...] = np.packbits(compare(a, b), bitorder="little")
 
 
 def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMode,
@@ -604,8 +616,7 @@ def compare(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mode: CmpMod
     _check_extent("compare", src0, count, "src0")
     _check_extent("compare", src1, count, "src1")
     core = dst.core
-    bits = None if core.mode.timing_only else _CMP[mode](src0.view(count), src1.view(count))
-    _write_bits("compare", dst, bits, count)
+    _write_bits("compare", dst, _CMP[mode], src0.view(count), src1.view(count), count)
     _issue_elements("compare", core.costs.vector("compare", src0.itemsize, count), count,
                     (src0, src1), ())
     if core.observers:
@@ -621,8 +632,8 @@ def compare_scalar(dst: LocalTensor, src: LocalTensor, scalar: float, mode: CmpM
     _check_compare_count("compare_scalar", src, count)
     _check_extent("compare_scalar", src, count, "src")
     core = dst.core
-    bits = None if core.mode.timing_only else _CMP[mode](src.view(count), src.dtype.type(scalar))
-    _write_bits("compare_scalar", dst, bits, count)
+    _write_bits("compare_scalar", dst, _CMP[mode], src.view(count), src.dtype.type(scalar),
+                count)
     _issue_elements("compare_scalar", core.costs.vector("compare", src.itemsize, count), count,
                     (src,), ())
     if core.observers:
@@ -643,14 +654,17 @@ def select(dst: LocalTensor, mask: LocalTensor, src0: LocalTensor, src1: LocalTe
         _check_extent("select", t, count, role)
     _check_extent("select", mask, count // 8, "mask")
     core = dst.core
-    if not core.mode.timing_only:
-        bits = np.unpackbits(mask.view(count // 8), bitorder="little").astype(bool)
-        other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
-        dst.view(count)[...] = np.where(bits, src0.view(count), other)
+    other = src1.view(count) if isinstance(src1, LocalTensor) else dst.dtype.type(src1)
+    core.execute(partial(_select, dst.view(count), mask.view(count // 8), src0.view(count),
+                         other))
     _issue_elements("select", core.costs.vector("select", dst.itemsize, count), count,
                     (src0, *((src1,) if isinstance(src1, LocalTensor) else ())), (dst,))
     if core.observers:
         core.observe(Pipe.V, "select", *_select_operands(count, dst, mask, src0, src1))
+
+
+def _select(out: np.ndarray, mask: np.ndarray, a: np.ndarray, b) -> None:
+    out[...] = np.where(np.unpackbits(mask, bitorder="little").astype(bool), a, b)
 
 
 # ---------------------------------------------------------------- block broadcast
@@ -682,8 +696,7 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
         idx, end = _brcb_indices(repeat_times, dst_blk_stride, dst_rep_stride, blk)
         _check_extent("brcb", dst, end, "dst")
         _check_extent("brcb", src, repeat_times * 8, "src")
-        if not core.mode.timing_only:
-            dst.view()[idx] = src.view(repeat_times * 8)[:, None]
+        core.execute(partial(_spread, dst.view(), idx, src.view(repeat_times * 8)))
     core.vector_issue("brcb", core.costs.vector("duplicate", dst.itemsize,
                                                 repeat_times * core.chip.lanes(dst.itemsize)),
                       (), (Operand(dst.offset, dst_blk_stride, dst_rep_stride),), repeat_times)
@@ -691,3 +704,7 @@ def brcb(dst: LocalTensor, src: LocalTensor, repeat_times: int, dst_blk_stride: 
         ops = ((), ()) if idx is None else (
             (src.access(np.arange(repeat_times * 8)[:, None], "src"),), (dst.access(idx, "dst"),))
         core.observe(Pipe.V, "brcb", *ops)
+
+
+def _spread(out: np.ndarray, idx: np.ndarray, src: np.ndarray) -> None:
+    out[idx] = src[:, None]

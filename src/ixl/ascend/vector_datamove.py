@@ -24,6 +24,7 @@ The rules (ascend-c-api section 9, [GATH], [GM], [5HD]):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -71,8 +72,9 @@ def create_vec_index(dst: LocalTensor, first_value: float, count: int) -> None:
         raise IllegalInstruction(f"{op} count {count} is negative")
     _check_extent(op, dst, count, "dst")
     core = dst.core
-    if count and not core.mode.timing_only:
-        dst.view(count)[...] = (np.arange(count, dtype=np.float64) + first_value).astype(dst.dtype)
+    if count:
+        core.execute(partial(np.copyto, dst.view(count),
+                             (np.arange(count, dtype=np.float64) + first_value).astype(dst.dtype)))
     core.issue(Pipe.V, op, core.costs.vector(op, dst.itemsize, count))
     if core.observers:
         core.observe(Pipe.V, op, (), (dst.access(count, "dst", const=True),) if count else ())
@@ -98,8 +100,10 @@ def gather(dst: LocalTensor, src: LocalTensor, offsets: LocalTensor, src_base: i
     _check_extent("gather", dst, count, "dst")
     _check_extent("gather", offsets, count, "offsets")
     core = dst.core
-    idx = None
-    if count and not core.mode.timing_only:
+    read: list = []             # the elements the gather read, for its observers
+
+    def gather_elements() -> None:
+        """Its addresses are data: checked each time it runs, a replay too."""
         idx = (int(src_base) + offsets.view(count).astype(np.int64)) // src.itemsize
         last = int(idx.max()) + 1
         if src.offset + last * src.itemsize > core.chip.ub_bytes:
@@ -110,11 +114,14 @@ def gather(dst: LocalTensor, src: LocalTensor, offsets: LocalTensor, src_base: i
         _check_extent("gather", src, last, "src")
         _check_disjoint("gather", dst, count, (src, last), (offsets, count))
         dst.view(count)[...] = src.view(last)[idx]
+        read[:] = [idx]
+    if count:
+        core.execute(gather_elements)
     core.issue(Pipe.V, "gather", core.costs.vector("gather", dst.itemsize, count))
     if core.observers:
         ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
         if count:
-            src_read = src.access(idx if idx is not None else src.count, "src")
+            src_read = src.access(read[0] if read else src.count, "src")
             ops = ((offsets.access(count, "offsets"), src_read), (dst.access(count, "dst"),))
         core.observe(Pipe.V, "gather", *ops)
 
@@ -144,13 +151,17 @@ def gather_mask(dst: LocalTensor, src: LocalTensor, pattern: int, count: int) ->
     _check_extent("gather_mask", src, count, "src")
     _check_extent("gather_mask", dst, kept, "dst")
     core = dst.core
-    if kept and not core.mode.timing_only:
-        dst.view(kept)[...] = src.view(count)[picked].view(dst.dtype)
+    if kept:
+        core.execute(partial(_pick, dst.view(kept), src.view(count), picked))
     core.issue(Pipe.V, "gather_mask", core.costs.vector("gather_mask", src.itemsize, count))
     if core.observers:
         ops = ((src.access(picked, "src"),), (dst.access(kept, "dst"),)) if kept else ((), ())
         core.observe(Pipe.V, "gather_mask", *ops)
     return kept
+
+
+def _pick(out: np.ndarray, src: np.ndarray, picked: np.ndarray) -> None:
+    out[...] = src[picked].view(out.dtype)
 
 
 # ---------------------------------------------------------------- TransDataTo5HD
@@ -224,9 +235,8 @@ def trans_data_to_5hd(dst_list: list[LocalTensor], src_list: list[LocalTensor],
             raise IllegalInstruction(f"{op}: the destination blocks overlap the source blocks "
                                      f"(UB {int(overlap[0]) * first.itemsize:#x}); the chip "
                                      f"does not allow aliasing here")
-        if not core.mode.timing_only:
-            ub = core.ub_view(0, core.chip.ub_bytes, op).view(first.dtype)
-            ub[dst_idx] = ub[src_idx]
+        core.execute(partial(_permute, core.ub_view(0, core.chip.ub_bytes, op)
+                             .view(first.dtype), dst_idx, src_idx))
     # each address is one 32-byte row a repeat (UB banks: ubbanks.py)
     lead = 1 if moves_once else 0
     rows = [tuple(Operand(t.offset + lead * stride * BLOCK, 0, stride) for t in ts)
@@ -240,3 +250,7 @@ def trans_data_to_5hd(dst_list: list[LocalTensor], src_list: list[LocalTensor],
             ops = ((Access(Space.UB, 0, first.itemsize, src_idx, "src"),),
                    (Access(Space.UB, 0, first.itemsize, dst_idx, "dst"),))
         core.observe(Pipe.V, op, *ops)
+
+
+def _permute(ub: np.ndarray, dst_idx: np.ndarray, src_idx: np.ndarray) -> None:
+    ub[dst_idx] = ub[src_idx]

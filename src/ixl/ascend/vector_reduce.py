@@ -11,7 +11,7 @@ dst_rep_stride counts one repeat's results (8 elements), as in Ascend C.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -52,11 +52,8 @@ def _block_reduce(op: str, fn, identity: float):
             if core.observers:
                 operands = _block_operands(dst, src, out, on, written, repeat_times,
                                            src_blk_stride, src_rep_stride)
-            if not core.mode.timing_only:
-                vals = np.full((repeat_times, lanes), identity, np.float32)
-                vals[:, on] = src.view()[idx[0]]
-                res = fn(vals.reshape(repeat_times, blocks, blk), axis=2)
-                dst.view()[out] = res[:, written]
+            core.execute(partial(_reduce_blocks, dst.view(), out, src.view(), idx[0], on,
+                                 written, fn, identity, repeat_times, blocks, blk))
         cost_key = _COST_KEY[src.itemsize]
         core.vector_issue(op, core.costs.vector(cost_key, src.itemsize, repeat_times * lanes),
                           (Operand(src.offset, src_blk_stride, src_rep_stride),), (),
@@ -101,3 +98,11 @@ def _block_operands(dst, src, out, on, written, repeat_times, blk_stride, rep_st
 block_reduce_sum = _block_reduce("block_reduce_sum", np.sum, 0.0)
 block_reduce_max = _block_reduce("block_reduce_max", np.max, -np.inf)
 block_reduce_min = _block_reduce("block_reduce_min", np.min, np.inf)
+
+
+def _reduce_blocks(dst: np.ndarray, out: np.ndarray, src: np.ndarray, idx: np.ndarray,
+                   on: np.ndarray, written: np.ndarray, fn, identity: float, repeat_times: int,
+                   blocks: int, blk: int) -> None:
+    vals = np.full((repeat_times, blocks * blk), identity, np.float32)
+    vals[:, on] = src[idx]
+    dst[out] = fn(vals.reshape(repeat_times, blocks, blk), axis=2)[:, written]

@@ -19,6 +19,8 @@ NaN score is unspecified; here it sorts after every number, as numpy's does).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numpy.typing import DTypeLike
 
@@ -67,15 +69,9 @@ def sort32(dst: LocalTensor, scores: LocalTensor, indices: LocalTensor,
     _check_extent(op, scores, n, "src0")
     _check_extent(op, indices, n, "src1")
     _check_extent(op, dst.reinterpret(np.uint8), n * PAIR_BYTES, "dst")
-    if n and not core.mode.timing_only:
-        vals = scores.view(n).reshape(repeat_times, SORT_REPEAT)
-        idx = indices.view(n).reshape(repeat_times, SORT_REPEAT)
-        out = np.zeros((repeat_times, SORT_REPEAT, PAIR_BYTES), np.uint8)
-        for r in range(repeat_times):
-            order = _descending(vals[r].astype(np.float64))
-            out[r, :, :scores.itemsize] = vals[r][order].view(np.uint8).reshape(SORT_REPEAT, -1)
-            out[r, :, 4:] = idx[r][order].view(np.uint8).reshape(SORT_REPEAT, 4)
-        _pairs(dst, n)[...] = out.reshape(n, PAIR_BYTES)
+    if n:
+        core.execute(partial(_sort32, _pairs(dst, n), scores.view(n), indices.view(n),
+                             repeat_times))
     core.issue(Pipe.V, op, core.costs.vector("sort", scores.itemsize, n))
     if core.observers:
         ops = ((), ()) if not n else (
@@ -115,14 +111,30 @@ def mrg_sort(dst: LocalTensor, sources: list[LocalTensor], element_lengths: list
         if n and lo < src.offset + n * PAIR_BYTES and src.offset < hi:
             raise IllegalInstruction(f"{op}: dst UB [{lo:#x}, {hi:#x}) overlaps src{i}; the "
                                      f"chip does not allow aliasing here")
-    if total and not core.mode.timing_only:
-        lists = [_pairs(s, n).copy() for s, n in zip(sources, element_lengths) if n]
-        merged = np.concatenate(lists)
-        order = _descending(pair_scores(merged, score_dtype))   # list order breaks ties
-        _pairs(dst, total)[...] = merged[order]
+    if total:
+        core.execute(partial(_merge, _pairs(dst, total),
+                             [_pairs(s, n) for s, n in zip(sources, element_lengths) if n],
+                             score_dtype))
     core.issue(Pipe.V, op, core.costs.vector("sort", score_dtype.itemsize, total))
     if core.observers:
         reads = tuple(s.reinterpret(np.uint8).access(n * PAIR_BYTES, f"src{i}")
                       for i, (s, n) in enumerate(zip(sources, element_lengths)) if n)
         ops = ((), ()) if not total else (reads, (out_bytes.access(total * PAIR_BYTES, "dst"),))
         core.observe(Pipe.V, op, *ops)
+
+
+def _sort32(out: np.ndarray, scores: np.ndarray, indices: np.ndarray, repeat_times: int) -> None:
+    vals = scores.reshape(repeat_times, SORT_REPEAT)
+    idx = indices.reshape(repeat_times, SORT_REPEAT)
+    pairs = np.zeros((repeat_times, SORT_REPEAT, PAIR_BYTES), np.uint8)
+    for r in range(repeat_times):
+        order = _descending(vals[r].astype(np.float64))
+        pairs[r, :, :scores.itemsize] = vals[r][order].view(np.uint8).reshape(SORT_REPEAT, -1)
+        pairs[r, :, 4:] = idx[r][order].view(np.uint8).reshape(SORT_REPEAT, 4)
+    out[...] = pairs.reshape(-1, PAIR_BYTES)
+
+
+def _merge(out: np.ndarray, lists: list[np.ndarray], score_dtype: np.dtype) -> None:
+    merged = np.concatenate([pairs.copy() for pairs in lists])
+    order = _descending(pair_scores(merged, score_dtype))   # list order breaks ties
+    out[...] = merged[order]

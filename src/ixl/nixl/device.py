@@ -305,6 +305,7 @@ class Device:
                 warnings.warn(f"{self.chip.name}: {len(leaks)} allocation(s) still live at "
                               f"close: " + "; ".join(leaks), ResourceWarning, stacklevel=2)
             self.allocator.empty_cache()
+            self.backend.close()
             self.closed = True
             return leaks
 

@@ -17,6 +17,22 @@ if TYPE_CHECKING:
     from .device import Device
 
 
+class SamePlan:
+    """A launch plan compared by identity: the tiling cache hands out one plan per case, so
+    the plan stands for everything the host tiling read (replay.py keys traces by it)."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: object) -> None:
+        self.plan = plan
+
+    def __hash__(self) -> int:
+        return id(self.plan)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SamePlan) and other.plan is self.plan
+
+
 def run_native(device: Device, entry: KernelEntry, inputs: list, outputs: list, attrs: dict,
                config: TuningConfig | dict | None = None, in_descs: list | None = None
                ) -> RunRecord:
@@ -84,7 +100,8 @@ def run_native(device: Device, entry: KernelEntry, inputs: list, outputs: list, 
         args = [(t, r) for t, r in zip(tensors, roles) if t]
         args += [(ws, GmRole.WORKSPACE)] if ws else []
         record.launch = backend.launch(name, body, plan.block_dim, mode, args,
-                                       plan.kind or entry.kind)
+                                       plan.kind or entry.kind,
+                                       signature=(entry.kernel, SamePlan(plan)))
     finally:
         if workspace is not None:
             workspace.free()

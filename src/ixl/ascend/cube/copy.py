@@ -11,7 +11,7 @@ bytes in L1 and one 512-byte fractal in L0A / L0B.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -81,13 +81,16 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
                                        (src_row % grid == 0 and src_mat % grid == 0))
     core.gm_move(Pipe.MTE2, "data_copy", gm, 0, p.n_value, row, src_row, write=False,
                  aligned=aligned, outer=p.nd_num, outer_pitch=src_mat)
-    if not core.mode.timing_only:
-        rows = strided(src, src.dtype, (p.nd_num, p.n_value, row), (src_mat, src_row, 1))
+    out = strided(dst, dst.dtype, (p.nd_num, p.n_value, blocks, blk),
+                  (dst_mat, dst_row, dst_col, 1))
+
+    def nd2nz(gm_bytes: np.ndarray) -> None:
+        rows = strided(gm_bytes, gm_bytes.dtype, (p.nd_num, p.n_value, row),
+                       (src_mat, src_row, 1))
         padded = np.zeros((p.nd_num, p.n_value, blocks * blk), np.uint8)
         padded[..., :row] = rows
-        out = strided(dst, dst.dtype, (p.nd_num, p.n_value, blocks, blk),
-                      (dst_mat, dst_row, dst_col, 1))
         out[...] = padded.reshape(p.nd_num, p.n_value, blocks, blk)
+    core.execute_gm(nd2nz, gm, 0, src)
     if core.observers:
         reads, writes = _nd2nz_accesses(l1, gm, p, isz, blk)
         core.observe(Pipe.MTE2, "data_copy", reads, writes, nbytes)
@@ -146,10 +149,10 @@ def _to_bias_table(bt: LocalTensor, l1: LocalTensor, p: DataCopyParams) -> None:
                           + elems * l1.itemsize, what)
     dst = core.local_view(Space.BT, bt.offset, (p.block_count - 1) * dst_pitch
                           + elems * bt.itemsize, what)
-    if not core.mode.timing_only and p.block_len:
+    if p.block_len:
         s = as_strided(src, (p.block_count, elems * l1.itemsize), (src_pitch, 1))
         d = as_strided(dst, (p.block_count, elems * bt.itemsize), (dst_pitch, 1), writeable=True)
-        d[...] = s.copy().view(l1.dtype).astype(bt.dtype).view(np.uint8)
+        core.execute(partial(_widen, d, s, l1.dtype, bt.dtype))
     nbytes = p.block_count * elems * bt.itemsize
     core.issue(Pipe.MTE1, "data_copy", core.costs.mte1(nbytes, "BT"))
     if core.observers:
@@ -177,9 +180,11 @@ def _to_fixpipe_buffer(fb: LocalTensor, l1: LocalTensor, p: DataCopyParams) -> N
     dst_pitch = width + p.dst_stride * unit
     src = core.local_view(Space.L1, l1.offset, (p.block_count - 1) * src_pitch + width, what)
     dst = core.local_view(Space.FB, fb.offset, (p.block_count - 1) * dst_pitch + width, what)
-    if not core.mode.timing_only and width:
-        as_strided(dst, (p.block_count, width), (dst_pitch, 1), writeable=True)[...] = \
-            as_strided(src, (p.block_count, width), (src_pitch, 1))
+    if width:
+        core.execute(partial(np.copyto,
+                             as_strided(dst, (p.block_count, width), (dst_pitch, 1),
+                                        writeable=True),
+                             as_strided(src, (p.block_count, width), (src_pitch, 1))))
     nbytes = p.block_count * width
     core.issue(Pipe.FIX, "data_copy", core.costs.fixpipe_local(nbytes, "FB"))
     if core.observers:
@@ -188,6 +193,10 @@ def _to_fixpipe_buffer(fb: LocalTensor, l1: LocalTensor, p: DataCopyParams) -> N
                      (Access(Space.L1, l1.offset, 1, Rows(rows, width, src_pitch), "src"),),
                      (Access(Space.FB, fb.offset, 1, Rows(rows, width, dst_pitch), "dst"),),
                      nbytes)
+
+
+def _widen(dst: np.ndarray, src: np.ndarray, src_dtype: np.dtype, dst_dtype: np.dtype) -> None:
+    dst[...] = src.copy().view(src_dtype).astype(dst_dtype).view(np.uint8)
 
 
 def _check_copy_params(p, what: str, lo: int, hi: int) -> None:
@@ -220,9 +229,9 @@ def fill(dst: LocalTensor, params: InitConstValueParams) -> None:
     count = params.repeat_times if width else 0
     if count:
         region = core.local_view(dst.space, dst.offset, (count - 1) * pitch + width, what)
-        if not core.mode.timing_only:
-            rows = as_strided(region, (count, width), (pitch, 1), writeable=True)
-            rows.view(dst.dtype)[...] = np.asarray(params.init_value).astype(dst.dtype)
+        rows = as_strided(region, (count, width), (pitch, 1), writeable=True)
+        core.execute(partial(np.copyto, rows.view(dst.dtype),
+                             np.asarray(params.init_value).astype(dst.dtype)))
     nbytes = count * width
     core.issue(Pipe.MTE1, what, core.costs.mte1(nbytes, dst.space.value) if count else 0)
     if core.observers:

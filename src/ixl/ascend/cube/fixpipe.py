@@ -18,7 +18,7 @@ the Fixpipe's 128 B/cycle [CUBEPERF].
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -107,25 +107,31 @@ def fixpipe(dst: Any, src: LocalTensor, params: FixpipeParamsV220,
     nbytes = p.nd_num * p.m_size * p.n_size * dst.itemsize
     if p.unit_flag:
         units = ceil_div(int(s_off.max() + 1) * src.itemsize, core.chip.unit_flag_bytes)
-        other = unit_flags.wait(core, Pipe.FIX, src.offset, p.unit_flag)
+        core.unit_wait(Pipe.FIX, src.offset, p.unit_flag)
     if to_gm:
         grid = core.burst_grid
         rows = p.nd_num * (p.m_size if nz2nd else ceil_div(p.n_size, FRACTAL))
         pitch = p.dst_stride * (dst.itemsize if nz2nd else core.chip.block_bytes)
         aligned = dst.addr % grid == 0 and (rows == 1 or pitch % grid == 0)
         per = rows // p.nd_num        # each matrix: rows of a tile (NZ2ND) or column blocks
-        cycles = core.gm_move(Pipe.FIX, what, dst, 0, per, nbytes // rows, pitch, write=True,
-                              aligned=aligned, bursts=rows, outer=p.nd_num,
-                              outer_pitch=p.dst_nd_stride * dst.itemsize,
-                              latency=core.costs.fixpipe_head_cycles)
+        core.gm_move(Pipe.FIX, what, dst, 0, per, nbytes // rows, pitch, write=True,
+                     aligned=aligned, bursts=rows, outer=p.nd_num,
+                     outer_pitch=p.dst_nd_stride * dst.itemsize,
+                     latency=core.costs.fixpipe_head_cycles)
+        cycles = None       # the move's own, which L2 decides
     else:
         cycles = core.costs.fixpipe_local(nbytes, "L1")
         core.issue(Pipe.FIX, what, cycles)
-    if not core.mode.timing_only:
-        values = convert(sview[s_off], p.quant_pre, words, p.relu_en, dst.dtype)
-        dview.view(dst.dtype)[d_off] = values
+
+    def drain(out: np.ndarray) -> None:
+        out.view(dst.dtype)[d_off] = convert(sview[s_off], p.quant_pre, words, p.relu_en,
+                                             dst.dtype)
+    if to_gm:
+        core.execute_gm(drain, dst, 0, dview)
+    else:
+        core.execute(partial(drain, dview))
     if p.unit_flag:
-        unit_flags.done(core, Pipe.FIX, src.offset, p.unit_flag, units, other, cycles)
+        core.unit_done(Pipe.FIX, src.offset, p.unit_flag, units, cycles)
     if core.observers:
         reads = [Access(Space.L0C, src.offset, src.itemsize, s_off, "src")]
         if p.quant_pre.per_channel:

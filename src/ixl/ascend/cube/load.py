@@ -12,7 +12,7 @@ fractal to first fractal, end to start [U]). [LD3D]: see `_img2col`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -99,12 +99,13 @@ def _load_2d(dst, src, p: LoadData2DParams) -> None:
                      write=False, aligned=aligned, bursts=1 if p.src_stride == 1 else n)
     else:
         core.issue(pipe, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
-    if n and not core.mode.timing_only:
-        data = sbytes.reshape(-1, frac)[src_frac]
-        if p.if_transpose:
-            data = data.view(np.uint16).reshape(n, 16, 16).transpose(0, 2, 1).reshape(n, -1) \
-                .view(np.uint8)
-        dbytes.reshape(-1, frac)[dst_frac] = data
+    if n:
+        load = partial(_load_fractals, dbytes.reshape(-1, frac), dst_frac, src_frac, frac,
+                       p.if_transpose)
+        if from_gm:
+            core.execute_gm(load, src, 0, sbytes)
+        else:
+            core.execute(partial(load, sbytes))
     if core.observers:
         reads: tuple[Access, ...] = ()
         writes: tuple[Access, ...] = ()
@@ -165,7 +166,7 @@ def load_data_with_transpose(dst: LocalTensor, src: LocalTensor,
             squares = strided(sbytes, src.dtype, (n, len(src_map)), (src_step, isz), first)
             fractals = strided(dbytes, dst.dtype, (n, per, frac // isz),
                                (rep_step, frac_step, isz))
-            fractals[...] = squares[:, _landing_order(isz)].reshape(fractals.shape)
+            core.execute(partial(_land, fractals, squares, _landing_order(isz)))
     core.issue(Pipe.MTE1, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
         ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
@@ -283,8 +284,8 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
     sview = core.local_view(Space.L1, src.offset, fmap_bytes, what).view(src.dtype)
     dview = core.local_view(dst.space, dst.offset, mp * kp * isz, what).view(dst.dtype)
     if not core.mode.timing_only:
-        dview[dst_off[valid]] = sview[src_off[valid]]
-        dview[dst_off[~valid]] = np.asarray(pad_value).astype(dst.dtype)
+        core.execute(partial(_img2col, dview, dst_off[valid], sview, src_off[valid],
+                             dst_off[~valid], np.asarray(pad_value).astype(dst.dtype)))
     nbytes = mp * kp * isz
     core.issue(Pipe.MTE1, "load_data", core.costs.mte1(nbytes, dst.space.value))
     if core.observers:
@@ -294,6 +295,28 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
         core.observe(Pipe.MTE1, "load_data",
                      (Access(Space.L1, src.offset, isz, src_off[valid], "src"),),
                      tuple(writes), nbytes)
+
+
+def _load_fractals(dst: np.ndarray, dst_frac: np.ndarray, src_frac: np.ndarray, frac: int,
+                   transpose: bool, src: np.ndarray) -> None:
+    """Fractals of `frac` bytes from `src` (bytes) into rows of `dst`, each transposed as a
+    16 x 16 square of 16-bit elements when `transpose`."""
+    data = src.reshape(-1, frac)[src_frac]
+    if transpose:
+        n = len(src_frac)
+        data = data.view(np.uint16).reshape(n, 16, 16).transpose(0, 2, 1).reshape(n, -1) \
+            .view(np.uint8)
+    dst[dst_frac] = data
+
+
+def _land(fractals: np.ndarray, squares: np.ndarray, order: np.ndarray) -> None:
+    fractals[...] = squares[:, order].reshape(fractals.shape)
+
+
+def _img2col(dst: np.ndarray, dst_at: np.ndarray, src: np.ndarray, src_at: np.ndarray,
+             pad_at: np.ndarray, pad: np.ndarray) -> None:
+    dst[dst_at] = src[src_at]
+    dst[pad_at] = pad
 
 
 def _fmatrix(state, what: str):

@@ -10,6 +10,7 @@ cycle, or at 8 as HF32 after set_hf32_mode(True), which rounds their mantissas t
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -124,18 +125,17 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params: Any,
     bv = core.local_view(Space.L0B, b.offset, b_bytes, what).view(b.dtype)
     cv = core.local_view(Space.L0C, dst.offset, mp * np_ * acc.itemsize, what).view(acc)
     biasv = bias.bytes(0, n * acc.itemsize, what).view(acc) if bias is not None else None
-    if not core.mode.timing_only:
-        _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32,
-                 regs.hf32_round_even)
+    core.execute(partial(_compute, av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate,
+                         hf32, regs.hf32_round_even))
     cycles, _ = core.costs.mmad(m, n, k, k0, FRACTAL)
     flag = params.unit_flag
     if flag:
         units = mp * np_ * acc.itemsize // chip.unit_flag_bytes
-        other = unit_flags.wait(core, Pipe.M, dst.offset, flag)
+        core.unit_wait(Pipe.M, dst.offset, flag)
     core.issue(Pipe.M, what, cycles)
     if flag:
-        unit_flags.done(core, Pipe.M, dst.offset, flag, units, other, cycles)
-    core.timeline.stats[Pipe.M].flops += 2 * m * n * k
+        core.unit_done(Pipe.M, dst.offset, flag, units, cycles)
+    core.count_flops(2 * m * n * k)
     if core.observers:
         core.observe(Pipe.M, what, *_accesses(dst, a, b, bias, m, n, k, kp, mp, c0, gemv,
                                               accumulate))

@@ -1,0 +1,220 @@
+"""Replay: a launch whose signature ran before runs again from its traces, without the
+kernel's Python.
+
+A traced launch records, per core, the steps its instructions applied once their checks had
+passed (core.py): each timed step as (method, *args), each effect on memory as the closure
+that applies it to views of the core's memories, a GM move or a GM effect by (argument,
+byte offset) instead of an address, and where the core waits for a cross-core flag or meets
+the others at a SyncAll (schedule.py). A replay binds the arguments of the new launch, then
+runs the same steps through the same methods, the cores interleaved by the same rule as the
+kernel's Python is (schedule.Interleaver): modeled times come from the same timeline and the
+L2 as it is now, and data from the same effects in the same order, so outputs and times are
+those of running the kernel again.
+
+The signature is what the kernel's Python sees: the kernel, its host tiling, the arguments'
+names, types, sizes and their addresses modulo the 512-byte burst grid, which arguments are
+one tensor, the block count, the kernel type and the mode. A launch whose Python read a value
+back from the chip (GetValue: its next steps may depend on data) or touched a GM tensor that
+is not an argument is not kept; debug mode, a timeline record and attached observers trace
+nothing (every check and observer runs on every launch there). IXL_REPLAY=0 turns replay off.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from .core import GM_MOVE, AICore
+from .crosscore import FlagBoard
+from .gm import GlobalTensor, Segment
+from .l2 import CacheMode
+from .schedule import CROSS_WAIT, SYNC_ALL, Interleaver
+
+# A bound on what the kept traces hold ([U]: memory, not a measured optimum): steps in all.
+MAX_STEPS = 4_000_000
+
+
+def replay_enabled() -> bool:
+    """IXL_REPLAY=0 runs every launch's Python (the default, 1, replays)."""
+    raw = os.environ.get("IXL_REPLAY", "1").strip()
+    if raw not in ("0", "1"):
+        raise ValueError(f"IXL_REPLAY={raw!r}: use 1 (replay launches traced before, the "
+                         f"default) or 0 (run every launch's Python)")
+    return raw == "1"
+
+
+@dataclass
+class CoreTrace:
+    steps: list
+    peaks: dict
+
+
+@dataclass
+class LaunchTrace:
+    """What a launch's cores did, by core id, and what its signature holds alive."""
+
+    cores: dict
+    keep: object = None
+    steps: int = 0
+
+
+@dataclass
+class ReplayStats:
+    traced: int = 0         # launches traced and kept
+    replayed: int = 0       # launches run from a trace
+    untraceable: int = 0    # launches traced that could not be kept (why: `reasons`)
+    reasons: dict = field(default_factory=dict)
+
+    def count(self, why: str | None) -> None:
+        """A launch was traced: kept (`why` None) or not."""
+        if why is None:
+            self.traced += 1
+        else:
+            self.untraceable += 1
+            self.reasons[why] = self.reasons.get(why, 0) + 1
+
+
+class TraceCache:
+    """The traces of launches on one set of core memories (memories.py) by signature, least
+    recently used out first."""
+
+    def __init__(self) -> None:
+        self._traces: OrderedDict = OrderedDict()
+        self._refused: dict = {}       # signature -> why it is not replayed
+        self._steps = 0
+        self._lock = threading.Lock()
+
+    def get(self, key) -> LaunchTrace | None:
+        with self._lock:
+            trace = self._traces.get(key)
+            if trace is not None:
+                self._traces.move_to_end(key)
+            return trace
+
+    def refused(self, key) -> bool:
+        return key in self._refused
+
+    def keep(self, key, cores: list[AICore], keep: object) -> str | None:
+        """File the traces `cores` recorded; or, returned, why they cannot be replayed."""
+        why = next((c.untraceable for c in cores if c.untraceable), None)
+        with self._lock:
+            if why is not None:
+                self._refused[key] = why
+                return why
+            trace = LaunchTrace({c.core_id: CoreTrace(c.trace or [], dict(c.peaks))
+                                 for c in cores}, keep)
+            trace.steps = sum(len(t.steps) for t in trace.cores.values())
+            self._traces[key] = trace
+            self._steps += trace.steps
+            while self._steps > MAX_STEPS and len(self._traces) > 1:
+                _, old = self._traces.popitem(last=False)
+                self._steps -= old.steps
+        return None
+
+
+
+def signature(args: list[tuple[GlobalTensor, object]], grid: int) -> tuple:
+    """What the kernel's Python sees of its GM arguments: name, type, size, address modulo
+    the burst grid, and which earlier argument (if any) is the same tensor."""
+    first: dict = {}
+    return tuple((t.name, t.dtype.str, t.count, t.addr % grid, first.setdefault(t.root[0], i),
+                  str(role)) for i, (t, role) in enumerate(args))
+
+
+def bind(cores: list[AICore], args: list[tuple[GlobalTensor, object]]) -> None:
+    """Tell each core the launch's arguments: for tracing, by root address; for a replay,
+    each one's (segment, root address, bytes)."""
+    by_root: dict = {}
+    for i, (t, _) in enumerate(args):
+        by_root.setdefault(t.root[0], i)
+    bound = [(t.segment, t.root[0], t.root[1]) for t, _ in args]
+    for c in cores:
+        c.gm_args = by_root
+        c.gm_bound = bound
+
+
+class _Window:
+    """What L2 needs of a replayed move's GM side (the GlobalTensor's fields it reads)."""
+
+    __slots__ = ("segment", "addr", "l2_mode")
+
+    def __init__(self, segment: Segment, addr: int, l2_mode: CacheMode) -> None:
+        self.segment, self.addr, self.l2_mode = segment, addr, l2_mode
+
+
+class _Cursor:
+    """Where a replayed core is in its steps, and what it paused in the middle of."""
+
+    __slots__ = ("steps", "pos", "move", "flag")
+
+    def __init__(self, steps: list) -> None:
+        self.steps = steps
+        self.pos = 0
+        self.move: tuple | None = None     # (step, start) of the move it paused at
+        self.flag: int | None = None       # the cross-core flag it waits for
+
+
+class Replayer(Interleaver):
+    """Runs a launch's traces on its cores, interleaved as the kernel's Python would be."""
+
+    def __init__(self, cores: list[AICore], trace: LaunchTrace, board: FlagBoard | None,
+                 flag_latency: float, end_phase) -> None:
+        super().__init__(cores, board, flag_latency, [], end_phase)
+        self.cursor = {c.core_id: _Cursor(trace.cores[c.core_id].steps) for c in cores}
+        for c in cores:
+            c.peaks = dict(trace.cores[c.core_id].peaks)
+
+    def run(self) -> None:
+        self._start()
+        self._finish()
+
+    def _switch(self, core: AICore) -> None:
+        nxt: AICore | None = core
+        while nxt is not None:
+            nxt = self._advance(nxt)
+
+    def _advance(self, core: AICore) -> AICore | None:
+        """Apply `core`'s steps until it pauses (None) or hands over (the core to run)."""
+        k = self.cursor[core.core_id]
+        if k.move is not None:                 # resumed at the move it paused at
+            (step, start), k.move = k.move, None
+            _transfer(core, step, start)
+        elif k.flag is not None:               # resumed once its flag was set
+            flag, k.flag = k.flag, None
+            self._pass(core, flag)
+        steps, i, n = k.steps, k.pos, len(k.steps)
+        while i < n:
+            step = steps[i]
+            i += 1
+            op = step[0]
+            if op is GM_MOVE:
+                start = core.timeline.move_start(step[1])
+                nxt = self._handover(core, start + step[-1])
+                if nxt is None:
+                    _transfer(core, step, start)
+                    continue
+                k.pos, k.move = i, (step, start)
+                return None if nxt is core else nxt
+            if op is CROSS_WAIT:
+                if not self._pass(core, step[1]):
+                    self.blocked[core.core_id] = (core, step[1])
+                    k.pos, k.flag = i, step[1]
+                    return None
+            elif op is SYNC_ALL:
+                self.barrier.append(core)
+                k.pos = i
+                return None
+            else:
+                op(core, *step[1:])
+        k.pos = i
+        return None
+
+
+def _transfer(core: AICore, step: tuple, start: float) -> None:
+    (_, pipe, name, arg, offset, l2_mode, count, width, pitch, outer, outer_pitch, write,
+     aligned, bursts, latency) = step
+    seg, addr, _ = core.gm_bound[arg]
+    core.transfer(pipe, name, _Window(seg, addr + offset, l2_mode), 0, count, width, pitch,
+                  outer, outer_pitch, write, aligned, bursts, latency, start)

@@ -1,0 +1,135 @@
+"""Replay (ascend/replay.py): a launch run again from its trace gives the outputs and modeled
+times of running the kernel's Python again, launch by launch and pipe by pipe."""
+
+import numpy as np
+import pytest
+
+import ixl
+from ixl.ascend import replay
+from ixl.hixl import get_op
+from ixl.verify.cases import numbered_samples, sample_specs
+
+
+def launch_facts(rec) -> tuple:
+    """Everything a launch's record says about modeled time, per core and per pipe."""
+    launch = rec.launch
+    if launch is None:
+        return (rec.path, rec.time_us)
+    return (rec.path, launch.time_us, launch.launch_us,
+            [(c.core_id, c.cycles, c.ub_peak, c.bank_conflicts,
+              sorted((s.value, n) for s, n in c.peaks.items()),
+              sorted((p.name, s.busy, s.count, s.nbytes, s.flops) for p, s in c.pipes.items()),
+              c.compute_busy, c.port_busy, c.l2)
+             for c in launch.cores])
+
+
+def run_twice(monkeypatch, replay_on: bool, schema, specs, attrs):
+    """A case on a fresh device with two inputs of the same signature: the second launch is
+    a replay when replay is on. Returns each run's outputs and launch facts."""
+    monkeypatch.setenv("IXL_REPLAY", "1" if replay_on else "0")
+    dev = ixl.device("910B1")
+    runs = []
+    for seed in (1, 2):
+        arrays = schema.random_inputs(specs, np.random.default_rng(seed), attrs)
+        names = schema.input_names(len(arrays))
+        inputs = [None if a is None else dev.tensor(a, name=n) for a, n in zip(arrays, names)]
+        outs = dev.run(schema.name, *inputs, **attrs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        got = [o.numpy().reshape(o.shape).copy() for o in outs]
+        for t in (*inputs, *outs):
+            if t is not None:
+                t.free()
+        runs.append((got, launch_facts(dev.last_profile), dev.last_profile))
+    dev.close()
+    return runs
+
+
+def assert_same_runs(monkeypatch, schema, case, dtype):
+    dev = ixl.device("910B1")
+    specs = sample_specs(dev, schema, case, dtype)
+    dev.close()
+    on = run_twice(monkeypatch, True, schema, specs, case.attrs)
+    off = run_twice(monkeypatch, False, schema, specs, case.attrs)
+    for (got_on, facts_on, rec_on), (got_off, facts_off, _) in zip(on, off):
+        for a, b in zip(got_on, got_off):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes()
+        assert facts_on == facts_off
+    second = on[1][2].launch
+    if second is not None:          # the native path: traced, then replayed (or refused)
+        assert (on[0][2].launch.replay, second.replay) in (("traced", "replayed"),
+                                                            ("untraceable", "untraceable"))
+
+
+def first_cases():
+    """Each op's first sample case in its first dtype (the default suite's share)."""
+    seen = set()
+    for schema, index, case, dtype in numbered_samples():
+        if schema.name not in seen:
+            seen.add(schema.name)
+            yield pytest.param(schema.name, index, dtype, id=f"{schema.name}-{index}-{dtype}")
+
+
+def all_cases():
+    for schema, index, case, dtype in numbered_samples():
+        yield pytest.param(schema.name, index, dtype, id=f"{schema.name}-{index}-{dtype}")
+
+
+@pytest.mark.parametrize("op,index,dtype", list(first_cases()))
+def test_replay_is_the_kernel_run_again(monkeypatch, op, index, dtype):
+    schema = get_op(op)
+    assert_same_runs(monkeypatch, schema, schema.samples[index], dtype)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,index,dtype", list(all_cases()))
+def test_replay_is_the_kernel_run_again_every_case(monkeypatch, op, index, dtype):
+    schema = get_op(op)
+    assert_same_runs(monkeypatch, schema, schema.samples[index], dtype)
+
+
+def test_a_second_launch_of_one_signature_replays(monkeypatch):
+    monkeypatch.setenv("IXL_REPLAY", "1")
+    dev = ixl.device("910B1")
+    states = []
+    for seed in (1, 2, 3):
+        x = dev.tensor(np.random.default_rng(seed).standard_normal((64, 640)).astype(np.float16))
+        y = dev.run("Exp", x)
+        np.testing.assert_array_equal(y.numpy(), np.exp(x.numpy().astype(np.float32))
+                                      .astype(np.float16))
+        states.append(dev.last_profile.launch.replay)
+    assert states == ["traced", "replayed", "replayed"]
+    stats = dev.backend.replay_stats
+    assert (stats.traced, stats.replayed) == (1, 2)
+
+
+def test_a_value_read_back_is_not_replayed(monkeypatch):
+    """Gather reads its indices into the kernel's Python: what it does next is data."""
+    monkeypatch.setenv("IXL_REPLAY", "1")
+    dev = ixl.device("910B1")
+    table = dev.tensor(np.arange(64 * 32, dtype=np.float32).reshape(64, 32))
+    states = []
+    for rows in ([3, 5], [60, 1]):
+        idx = dev.tensor(np.array(rows, np.int32))
+        out = dev.run("Gather", table, idx, axis=0)
+        np.testing.assert_array_equal(out.numpy(), table.numpy()[rows])
+        states.append(dev.last_profile.launch.replay)
+    assert states == ["untraceable", "untraceable"]
+    assert dev.backend.replay_stats.reasons == {"get_value reads a value back into the kernel": 1}
+
+
+def test_debug_mode_and_replay_off_trace_nothing(monkeypatch):
+    monkeypatch.setenv("IXL_REPLAY", "1")
+    for dev, env in ((ixl.device("910B1", debug=True), "1"), (ixl.device("910B1"), "0")):
+        monkeypatch.setenv("IXL_REPLAY", env)
+        for _ in range(2):
+            x = dev.tensor(np.ones((16, 256), np.float32))
+            dev.run("Relu", x)
+            assert dev.last_profile.launch.replay == "none"
+        assert dev.backend.replay_stats.replayed == 0
+
+
+def test_a_bad_replay_setting_is_refused(monkeypatch):
+    monkeypatch.setenv("IXL_REPLAY", "yes")
+    with pytest.raises(ValueError, match="IXL_REPLAY='yes'.*use 1"):
+        replay.replay_enabled()
