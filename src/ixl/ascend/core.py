@@ -68,7 +68,10 @@ MEMORY_FIELDS = {Space.UB: ("ub_bytes", "block_bytes"), Space.L1: ("l1_bytes", "
                  Space.FB: ("fixpipe_buffer_bytes", "fixpipe_buffer_align")}
 AIC_BASE = 1 << 16
 # A GM move in a trace: the replay's runner times it in two steps around the core's turn.
-GM_MOVE = "gm_move"      # AIC n has core id AIC_BASE + n: one id space for every core
+GM_MOVE = "gm_move"
+# The most steps a launch's traces may hold in all ([U]: a bound on the memory a trace takes,
+# about 150 bytes a step, not a measured optimum); a longer launch runs its Python every time.
+TRACE_STEPS = 2_000_000      # AIC n has core id AIC_BASE + n: one id space for every core
 
 
 def memory_bytes(chip: ChipSpec, space: Space) -> int:
@@ -169,6 +172,7 @@ class AICore:
         # arguments by their root address, why the launch cannot be replayed (None: it can);
         # replaying: each argument's (segment, address, bytes).
         self.trace: list | None = None
+        self.trace_limit = TRACE_STEPS // max(active_cores, 1)
         self.gm_args: dict[int, int] = {}
         self.untraceable: str | None = None
         self.gm_bound: list = []
@@ -329,13 +333,17 @@ class AICore:
             arg = self._gm_arg(gm, offset)
             self.trace.append((GM_MOVE, pipe, name, *arg, gm.l2_mode, count, width, pitch,
                                outer, outer_pitch, write, aligned, bursts, latency))
+            if len(self.trace) > self.trace_limit:
+                self.untraceable = (f"a trace longer than {self.trace_limit} steps on a core "
+                                    f"(kept in memory, it would cost more than it saves)")
+                self.trace = None
         start = self.timeline.move_start(pipe)
         if self.scheduler is not None:
             self.scheduler.turn(self, start + latency)
         return self.transfer(pipe, name, gm, offset, count, width, pitch, outer, outer_pitch,
                              write, aligned, bursts, latency, start)
 
-    def transfer(self, pipe: Pipe, name: str, gm, offset: int, count: int, width: int,
+    def transfer(self, pipe: Pipe, name: str, gm: Any, offset: int, count: int, width: int,
                  pitch: int, outer: int, outer_pitch: int, write: bool, aligned: bool,
                  bursts: int, latency: float, start: float) -> float:
         """The second half of a GM move whose pipe started it at `start`: L2, port and HBM.

@@ -13,10 +13,12 @@ those of running the kernel again.
 
 The signature is what the kernel's Python sees: the kernel, its host tiling, the arguments'
 names, types, sizes and their addresses modulo the 512-byte burst grid, which arguments are
-one tensor, the block count, the kernel type and the mode. A launch whose Python read a value
-back from the chip (GetValue: its next steps may depend on data) or touched a GM tensor that
-is not an argument is not kept; debug mode, a timeline record and attached observers trace
-nothing (every check and observer runs on every launch there). IXL_REPLAY=0 turns replay off.
+one tensor, the block count, the kernel type and the mode. A signature is traced the second
+time it is launched (a launch that runs once pays nothing) and replayed from the third. A
+launch whose Python read a value back from the chip (GetValue: its next steps may depend on
+data), that touched a GM tensor that is not an argument, or whose trace grew too long is not
+kept; debug mode, a timeline record and attached observers trace nothing (every check and
+observer runs on every launch there). IXL_REPLAY=0 turns replay off.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .core import GM_MOVE, AICore
@@ -34,6 +37,7 @@ from .schedule import CROSS_WAIT, SYNC_ALL, Interleaver
 
 # A bound on what the kept traces hold ([U]: memory, not a measured optimum): steps in all.
 MAX_STEPS = 4_000_000
+MAX_REFUSED = 4096      # signatures remembered as seen once or not replayable ([U], likewise)
 
 
 def replay_enabled() -> bool:
@@ -82,26 +86,41 @@ class TraceCache:
 
     def __init__(self) -> None:
         self._traces: OrderedDict = OrderedDict()
-        self._refused: dict = {}       # signature -> why it is not replayed
+        self._refused: OrderedDict = OrderedDict()   # signature -> why it is not replayed
+        self._seen: OrderedDict = OrderedDict()      # signatures launched once, not traced
         self._steps = 0
         self._lock = threading.Lock()
 
-    def get(self, key) -> LaunchTrace | None:
+    def get(self, key: tuple) -> LaunchTrace | None:
         with self._lock:
             trace = self._traces.get(key)
             if trace is not None:
                 self._traces.move_to_end(key)
             return trace
 
-    def refused(self, key) -> bool:
+    def refused(self, key: tuple) -> bool:
         return key in self._refused
 
-    def keep(self, key, cores: list[AICore], keep: object) -> str | None:
+    def seen_before(self, key: tuple) -> bool:
+        """Whether a launch of this signature came before (it is remembered now): only a
+        signature that repeats is traced, so a launch that runs once pays nothing for it."""
+        with self._lock:
+            if key in self._seen:
+                del self._seen[key]
+                return True
+            self._seen[key] = None
+            if len(self._seen) > MAX_REFUSED:
+                self._seen.popitem(last=False)
+            return False
+
+    def keep(self, key: tuple, cores: list[AICore], keep: object) -> str | None:
         """File the traces `cores` recorded; or, returned, why they cannot be replayed."""
         why = next((c.untraceable for c in cores if c.untraceable), None)
         with self._lock:
             if why is not None:
                 self._refused[key] = why
+                if len(self._refused) > MAX_REFUSED:
+                    self._refused.popitem(last=False)
                 return why
             trace = LaunchTrace({c.core_id: CoreTrace(c.trace or [], dict(c.peaks))
                                  for c in cores}, keep)
@@ -160,7 +179,7 @@ class Replayer(Interleaver):
     """Runs a launch's traces on its cores, interleaved as the kernel's Python would be."""
 
     def __init__(self, cores: list[AICore], trace: LaunchTrace, board: FlagBoard | None,
-                 flag_latency: float, end_phase) -> None:
+                 flag_latency: float, end_phase: Callable[[], None]) -> None:
         super().__init__(cores, board, flag_latency, [], end_phase)
         self.cursor = {c.core_id: _Cursor(trace.cores[c.core_id].steps) for c in cores}
         for c in cores:

@@ -101,7 +101,8 @@ class LaunchRecord:
     kind: KernelType = KernelType.VECTOR
     cross_edges: list = field(default_factory=list)     # recorded cross-core flags (CrossEdge)
     # replay.py: "traced" (kept to replay), "replayed", "untraceable" (traced, not kept: it
-    # read data back), or "none" (not traced: debug mode, a record or observers, IXL_REPLAY=0)
+    # read data back), or "none" (not traced: the first launch of its signature, debug mode,
+    # a record or observers, IXL_REPLAY=0)
     replay: str = "none"
 
     def of(self, kind: CoreKind) -> list[CoreReport]:
@@ -223,10 +224,11 @@ class SimulatedChip:
         if signature is not None and not observers and replay_enabled():
             key = (signature, name, block_num, kind, mode, tuple(order),
                    replay.signature(args, costs.burst_align_bytes))
-            if self.traces.refused(key):
+            trace = self.traces.get(key)
+            if trace is None and self.traces.refused(key):
                 key, replayed = None, "untraceable"
-            else:
-                trace = self.traces.get(key)
+            elif trace is None and not self.traces.seen_before(key):
+                key = None
         phase = self.l2.phase(len(slots))
         cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
                         memories=self.memories.of(cid), observers=tuple(observers),

@@ -16,6 +16,7 @@ from ..executor.options import add_sweep_options, refuse_sweep_options
 from ..files import save_npy
 from ..hixl import BadInput
 from ..nixl import GraphRecord
+from ..profile.stream import replay_counts
 from .minilm import DTYPES, MiniLM
 
 
@@ -105,6 +106,7 @@ def cmd_minilm(args: argparse.Namespace) -> int:
             "ops": [{"op": r.op, "path": r.path, "count": r.count, "time_us": r.time_us,
                      "share": r.time_us / total, "shim_reason": r.why or None} for r in rows],
             "total_us": {"fused": fused, "unfused": unfused},
+            "launches": replay_counts(r for g in result.records for r in g.runs),
             "out": written, "embeddings": result.vectors.tolist()}))
         return 0
     for text, enc, vector in zip(args.text, result.encoded, result.vectors):

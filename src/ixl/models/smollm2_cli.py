@@ -16,6 +16,7 @@ from ..console import out
 from ..executor.options import add_sweep_options, refuse_sweep_options
 from ..hixl import BadInput, to_numpy
 from ..nixl import GraphRecord
+from ..profile.stream import replay_counts
 from .cli import OpRow, check_texts, per_op, print_launches, print_table
 from .smollm2 import DTYPES, Generation, SmolLM2
 
@@ -85,6 +86,7 @@ def cache_writes(record: GraphRecord) -> tuple[int, int, int]:
 def phase_json(rows: list[OpRow], total: float, records: list[GraphRecord]) -> dict:
     return {"time_us": total, "native_share": native_share(records),
             "shim_runs": shim_runs(records) // max(len(records), 1),
+            "launches": replay_counts(r for g in records for r in g.runs),
             "ops": [{"op": r.op, "path": r.path, "count": r.count, "time_us": r.time_us,
                      "share": r.time_us / total if total else 0.0,
                      "shim_reason": r.why or None} for r in rows]}

@@ -2,8 +2,8 @@
 
 from .metrics import Metrics, launch_metrics
 from .plot import plot_timeline
-from .stream import StreamSummary, summarize, timing_run
+from .stream import StreamSummary, replay_counts, summarize, timing_run
 from .trace import ChromeTrace, chrome_trace, write_trace
 
-__all__ = ["Metrics", "launch_metrics", "plot_timeline", "StreamSummary", "summarize", "timing_run",
-           "ChromeTrace", "chrome_trace", "write_trace"]
+__all__ = ["Metrics", "launch_metrics", "plot_timeline", "StreamSummary", "replay_counts",
+           "summarize", "timing_run", "ChromeTrace", "chrome_trace", "write_trace"]

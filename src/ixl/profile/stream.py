@@ -24,6 +24,8 @@ class StreamSummary:
     shim_runs: int
     total_us: float
     launch_us: float
+    traced: int = 0         # launches whose kernel Python ran and was kept to replay
+    replayed: int = 0       # launches run from a trace (ascend/replay.py)
 
     @property
     def launch_share(self) -> float:
@@ -32,16 +34,29 @@ class StreamSummary:
     def to_json(self) -> dict:
         return {"runs": self.runs, "launches": self.launches, "shim_runs": self.shim_runs,
                 "total_us": round(self.total_us, 3), "launch_us": round(self.launch_us, 3),
-                "launch_share": round(self.launch_share, 4)}
+                "launch_share": round(self.launch_share, 4), "traced": self.traced,
+                "replayed": self.replayed}
 
 
 def summarize(records: Iterable[RunRecord]) -> StreamSummary:
     """Total modeled time of a sequence of runs, launch overheads included."""
     records = list(records)
     launches = [r.launch for r in records if r.launch is not None]
+    counts = replay_counts(records)
     return StreamSummary(len(records), len(launches), sum(r.path == "shim" for r in records),
                          sum(r.time_us for r in records),
-                         sum(launch.launch_us for launch in launches))
+                         sum(launch.launch_us for launch in launches), counts["traced"],
+                         counts["replayed"])
+
+
+def replay_counts(records: Iterable[RunRecord]) -> dict[str, int]:
+    """How the launches of `records` ran (ascend/replay.py): traced (and kept), replayed,
+    untraceable (traced, not kept: they read data back), none (not traced)."""
+    counts = {"traced": 0, "replayed": 0, "untraceable": 0, "none": 0}
+    for r in records:
+        if r.launch is not None:
+            counts[r.launch.replay] += 1
+    return counts
 
 
 def _input(dev: Device, spec: ArgSpec, name: str) -> DeviceTensor:
