@@ -66,12 +66,12 @@ MEMORY_FIELDS = {Space.UB: ("ub_bytes", "block_bytes"), Space.L1: ("l1_bytes", "
                  Space.L0C: ("l0c_bytes", "l0c_align"),
                  Space.BT: ("bias_table_bytes", "bias_table_align"),
                  Space.FB: ("fixpipe_buffer_bytes", "fixpipe_buffer_align")}
-AIC_BASE = 1 << 16
+AIC_BASE = 1 << 16      # AIC n has core id AIC_BASE + n: one id space for every core
 # A GM move in a trace: the replay's runner times it in two steps around the core's turn.
 GM_MOVE = "gm_move"
 # The most steps a launch's traces may hold in all ([U]: a bound on the memory a trace takes,
 # about 150 bytes a step, not a measured optimum); a longer launch runs its Python every time.
-TRACE_STEPS = 2_000_000      # AIC n has core id AIC_BASE + n: one id space for every core
+TRACE_STEPS = 2_000_000
 
 
 def memory_bytes(chip: ChipSpec, space: Space) -> int:
@@ -168,9 +168,9 @@ class AICore:
         self.unit_flags = UnitFlags() if self.kind is CoreKind.AIC else None
         self._unit_other: tuple | None = None   # what the latest unit-flag wait waited for
         self.last_move_cycles = 0.0  # the latest GM move's cycles (a Fixpipe's unit flags)
-        # Tracing (trace.py): the steps this core records for a replay, the launch's GM
+        # Tracing (replay.py): the steps this core records for a replay, the launch's GM
         # arguments by their root address, why the launch cannot be replayed (None: it can);
-        # replaying: each argument's (segment, address, bytes).
+        # replaying: each argument's (segment, root address).
         self.trace: list | None = None
         self.trace_limit = TRACE_STEPS // max(active_cores, 1)
         self.gm_args: dict[int, int] = {}
@@ -289,7 +289,7 @@ class AICore:
 
     # ---- timeline and observers ----
     # Each timed step is recorded (when tracing) as (method, *args) and applied by that
-    # method, so a replay (trace.py) applies exactly what the traced run applied.
+    # method, so a replay (replay.py) applies exactly what the traced run applied.
     def issue(self, pipe: Pipe, name: str, cycles: float) -> float:
         """Time one instruction; returns when it completes. (An instruction then reports its
         operands with `observe` when the core has observers.)"""
@@ -497,7 +497,7 @@ def _apply(core: AICore, effect: Callable[[], object]) -> None:
 
 def _apply_gm(core: AICore, effect: Callable[[np.ndarray], object], arg: int, offset: int,
               nbytes: int) -> None:
-    seg, addr, _ = core.gm_bound[arg]
+    seg, addr = core.gm_bound[arg]
     start = addr - seg.addr + offset
     effect(seg.data[start:start + nbytes])
 

@@ -37,7 +37,7 @@ from .schedule import CROSS_WAIT, SYNC_ALL, Interleaver
 
 # A bound on what the kept traces hold ([U]: memory, not a measured optimum): steps in all.
 MAX_STEPS = 4_000_000
-MAX_REFUSED = 4096      # signatures remembered as seen once or not replayable ([U], likewise)
+MAX_SIGNATURES = 4096      # signatures remembered as seen once or not replayable ([U], likewise)
 
 
 def replay_enabled() -> bool:
@@ -109,7 +109,7 @@ class TraceCache:
                 del self._seen[key]
                 return True
             self._seen[key] = None
-            if len(self._seen) > MAX_REFUSED:
+            if len(self._seen) > MAX_SIGNATURES:
                 self._seen.popitem(last=False)
             return False
 
@@ -119,7 +119,7 @@ class TraceCache:
         with self._lock:
             if why is not None:
                 self._refused[key] = why
-                if len(self._refused) > MAX_REFUSED:
+                if len(self._refused) > MAX_SIGNATURES:
                     self._refused.popitem(last=False)
                 return why
             trace = LaunchTrace({c.core_id: CoreTrace(c.trace or [], dict(c.peaks))
@@ -144,11 +144,11 @@ def signature(args: list[tuple[GlobalTensor, object]], grid: int) -> tuple:
 
 def bind(cores: list[AICore], args: list[tuple[GlobalTensor, object]]) -> None:
     """Tell each core the launch's arguments: for tracing, by root address; for a replay,
-    each one's (segment, root address, bytes)."""
+    each one's (segment, root address)."""
     by_root: dict = {}
     for i, (t, _) in enumerate(args):
         by_root.setdefault(t.root[0], i)
-    bound = [(t.segment, t.root[0], t.root[1]) for t, _ in args]
+    bound = [(t.segment, t.root[0]) for t, _ in args]
     for c in cores:
         c.gm_args = by_root
         c.gm_bound = bound
@@ -234,6 +234,6 @@ class Replayer(Interleaver):
 def _transfer(core: AICore, step: tuple, start: float) -> None:
     (_, pipe, name, arg, offset, l2_mode, count, width, pitch, outer, outer_pitch, write,
      aligned, bursts, latency) = step
-    seg, addr, _ = core.gm_bound[arg]
+    seg, addr = core.gm_bound[arg]
     core.transfer(pipe, name, _Window(seg, addr + offset, l2_mode), 0, count, width, pitch,
                   outer, outer_pitch, write, aligned, bursts, latency, start)
