@@ -34,7 +34,7 @@ from ..nixl import KernelContext, LaunchPlan, TensorDesc
 from ..nixl.tuning import DoesNotFit, TuningConfig
 from . import broadcast, wide_casts
 from .broadcast import InputPlan
-from .program import BodyArgs, Step, resolve_program, scalar_inputs
+from .program import BodyArgs, Step, Words, resolve_program, scalar_inputs
 from .tiling import Tiling, largest_fit, split_cores, split_units, tile_elements
 from .ub import copy, read_scalars, spread
 from .ub_place import Want, gaps, pad
@@ -137,19 +137,20 @@ def _budget(inputs, out: TensorDesc, cdt: str, steps, config: TuningConfig,
     c_isz = to_numpy(cdt).itemsize
     queued = sum(to_numpy(p.dtype).itemsize for p in streamed if not p.once) + out.itemsize
     scratch = c_isz * _scratch_count(inputs, out.dtype, cdt, steps) \
-        + sum(c_isz for p in streamed if p.once)
+        + sum(c_isz * _width(p.dtype, steps) for p in streamed if p.once)
     if _converts_wide([p.dtype for p in inputs if p.dtype], out.dtype, steps):
         scratch += wide_casts.SCRATCH_BYTES
-    staging = sum(to_numpy(p.dtype).itemsize + c_isz for p in streamed if p.once)
+    staging = sum(to_numpy(p.dtype).itemsize + c_isz * _width(p.dtype, steps)
+                  for p in streamed if p.once)
     return _Budget(queued, scratch, sum(p.scalar for p in inputs), staging, config.buffers)
 
 
 def _scratch_count(inputs, out_dtype: str, cdt: str, steps) -> int:
     """Compute-dtype buffers besides the queues: converted inputs, step results, temps."""
-    converted = sum(1 for p in inputs if not p.scalar and p.dtype != cdt)
+    converted = sum(_width(p.dtype, steps) for p in inputs if not p.scalar and p.dtype != cdt)
     results = len(steps) if (len(steps) > 1 or out_dtype != cdt) else 0
     bool_stage = _zero_one(out_dtype, steps) and cdt != "float16"
-    return converted + results + bool_stage + max((s.body.temps for s in steps), default=0)
+    return converted + results + bool_stage + _temps(steps, cdt, [p.dtype for p in inputs])
 
 
 def _zero_one(out_dtype: str, steps) -> bool:
@@ -158,11 +159,30 @@ def _zero_one(out_dtype: str, steps) -> bool:
     return out_dtype == "bool" and steps[-1].body.fn is not None
 
 
+def _words(dtype: str | None, steps) -> bool:
+    """Whether an input of this dtype reaches the program as its int32 words (`Words`): an
+    int64 input of bodies that all take words (the comparisons)."""
+    return dtype == "int64" and all(s.body.words for s in steps)
+
+
+def _width(dtype: str | None, steps) -> int:
+    """Compute-dtype elements an input's converted element takes: two for words."""
+    return 2 if _words(dtype, steps) else 1
+
+
+def _temps(steps, cdt: str, in_dtypes) -> int:
+    """The program's scratch tensors: a body's `int_temps` where it computes on integers
+    (int32 values, int64 words), else its `temps`."""
+    ints = cdt == "int32" or any(_words(d, steps) for d in in_dtypes)
+    return max((s.body.int_temps if ints and s.body.int_temps is not None else s.body.temps
+                for s in steps), default=0)
+
+
 def _converts_wide(in_dtypes, out_dtype: str, steps) -> bool:
-    """Whether a tile needs wide_casts' scratch: an int64 input, or an int64 or bool output
-    that is not a comparison's 0/1 result."""
+    """Whether a tile needs wide_casts' scratch: an int64 input (unless it arrives as words),
+    or an int64 or bool output that is not a comparison's 0/1 result."""
     if _zero_one(out_dtype, steps):
-        return "int64" in in_dtypes
+        return "int64" in in_dtypes and not _words("int64", steps)
     return needs_wide(in_dtypes, out_dtype)
 
 
@@ -193,11 +213,12 @@ def _placed(inputs, out_dtype: str, cdt: str, steps, buffers: int, cap: int) -> 
                   k - 1 if k else None) for k, p in enumerate(queued)]
     wants.append(Want(buffers * round_up(cap * to_numpy(out_dtype).itemsize, block),
                       len(wants) - 1 if wants else None, 0 if wants else None))
-    converted = sum(1 for p in queued if p.dtype != cdt)
+    widths = [_width(p.dtype, steps) for p in queued if p.dtype != cdt]   # converted inputs
     many = len(steps) > 1 or out_dtype != cdt
-    scratch = converted + len(steps) * many + max(s.body.temps for s in steps) \
-        + (_zero_one(out_dtype, steps) and cdt != "float16")
-    wants += [Want(round_up(cap * c_isz, block), len(wants) + j - 1) for j in range(scratch)]
+    widths += [1] * (len(steps) * many + _temps(steps, cdt, [p.dtype for p in inputs])
+                     + (_zero_one(out_dtype, steps) and cdt != "float16"))
+    wants += [Want(round_up(cap * c_isz * w, block), len(wants) + j - 1)
+              for j, w in enumerate(widths)]
     return wants
 
 
@@ -354,12 +375,14 @@ class ElementwiseKernel:
         self.out_q = asc.TQue(asc.TPosition.VECOUT)
         pad(self.pipe, next(self.gaps, 0))
         self.pipe.init_buffer(self.out_q, buffers, cap * to_numpy(tiling.out_dtype).itemsize)
-        self.converted = {i: self._scratch(cap) for i, p in enumerate(tiling.inputs)
+        self.converted = {i: self._scratch(cap * _width(p.dtype, tiling.steps))
+                          for i, p in enumerate(tiling.inputs)
                           if i in self.queues and to_numpy(p.dtype) != self.cdt}
         self.out_dtype = to_numpy(tiling.out_dtype)
         many = len(tiling.steps) > 1 or self.out_dtype != self.cdt
         self.results = [self._scratch(cap) for _ in tiling.steps] if many else []
-        self.temps = [self._scratch(cap) for _ in range(max(s.body.temps for s in tiling.steps))]
+        self.temps = [self._scratch(cap) for _ in range(
+            _temps(tiling.steps, tiling.compute_dtype, [p.dtype for p in tiling.inputs]))]
         self.zero_one = self.out_dtype == BOOL and tiling.steps[-1].body.fn is not None
         self.bool_stage = self._scratch(cap).reinterpret(np.float16) \
             if self.zero_one and self.cdt != F16 else None
@@ -398,12 +421,12 @@ class ElementwiseKernel:
     def compute(self, tile: FlatTile | RowTile) -> None:
         """The program's steps on the tile, in the compute dtype; the result converted to the
         output type (Cast's round mode) into the output queue."""
-        loaded = {i: q.deque() for i, q in self.queues.items()}
-        loaded.update(self.constants)
+        queued = {i: q.deque() for i, q in self.queues.items()}
+        loaded: dict[int, asc.LocalTensor | Words] = {**queued, **self.constants}
         count = tile.count
         nv = round_up(count, self.lanes)
         values = [None if p.scalar else
-                  self._to_compute(loaded[i], p.dtype, nv, self.converted[i])
+                  self._to_compute(queued[i], p.dtype, nv, self.converted[i])
                   if i in self.converted else loaded[i]
                   for i, p in enumerate(self.tiling.inputs)]
         y = self.out_q.alloc_tensor(self.out_dtype)
@@ -416,12 +439,12 @@ class ElementwiseKernel:
             fn(BodyArgs(out, xs, self.temps, count, nv, attrs))
             values.append(out)
         result = values[-1]
-        assert result is not None               # a step's output, never a scalar input
+        assert isinstance(result, asc.LocalTensor)  # a step's output: no scalar, no words
         if result is not y:
             self._to_output(y, result, count)
         self.out_q.enque(y)
         for i, q in self.queues.items():
-            q.free_tensor(loaded[i])
+            q.free_tensor(queued[i])
 
     def copy_out(self, tile: FlatTile | RowTile) -> None:
         assert isinstance(tile, FlatTile)
@@ -431,10 +454,13 @@ class ElementwiseKernel:
 
     # ---- conversions and buffers ----
     def _to_compute(self, src: asc.LocalTensor, dtype: str, count: int,
-                    into: asc.LocalTensor) -> asc.LocalTensor:
+                    into: asc.LocalTensor) -> asc.LocalTensor | Words:
         """`src` in the compute dtype, converted into `into` when it is another type. A bool
-        input becomes float16 0/1 whatever the compute dtype: it only ever feeds a compare."""
+        input becomes float16 0/1 whatever the compute dtype: it only ever feeds a compare.
+        An int64 input of a comparison becomes its words (`into` holds two elements each)."""
         d = to_numpy(dtype)
+        if _words(dtype, self.tiling.steps):
+            return wide_casts.int64_to_words(into.reinterpret(np.int32), src, count)
         if d == np.dtype(np.int64):
             assert self.wide is not None            # _converts_wide saw the int64 input
             convert_in(into, src, count, self.wide)
@@ -482,21 +508,31 @@ class ElementwiseKernel:
         self.pipe.init_buffer(buf, count * self.cdt.itemsize)
         return buf.get(self.cdt)
 
-    def _constant(self, i: int, cap: int) -> asc.LocalTensor:
+    def _constant(self, i: int, cap: int) -> asc.LocalTensor | Words:
         """An input the same for every row (one element, or one row), converted once and
         spread over a tile."""
         tiling, p = self.tiling, self.tiling.inputs[i]
         dtype = to_numpy(p.dtype)
         width = max(tiling.row_pad, self.lanes)
+        words = _width(p.dtype, tiling.steps)
         stage, conv_stage = asc.TBuf(), asc.TBuf()
         self.pipe.init_buffer(stage, width * dtype.itemsize)
-        self.pipe.init_buffer(conv_stage, width * self.cdt.itemsize)
+        self.pipe.init_buffer(conv_stage, width * words * self.cdt.itemsize)
         raw = stage.get(dtype)
         n = 1 if p.last_broadcast else tiling.out_shape[-1]
         asc.data_copy_pad(raw, self.srcs[i], asc.DataCopyExtParams(1, n * dtype.itemsize, 0, 0))
+        if words > 1 and p.last_broadcast:       # the high words' first block: 8 elements
+            asc.data_copy_pad(raw[self.ctx.chip.block_elems(dtype.itemsize)], self.srcs[i],
+                              asc.DataCopyExtParams(1, dtype.itemsize, 0, 0))
         asc.set_flag(asc.HardEvent.MTE2_V, 0)
         asc.wait_flag(asc.HardEvent.MTE2_V, 0)
         row = self._to_compute(raw, p.dtype, width, conv_stage.get(self.cdt))
+        if isinstance(row, Words):                         # each half spread on its own
+            buf = self._scratch(cap * words).reinterpret(np.int32)
+            spread_words = Words(buf, buf[cap])
+            for half, part in zip(spread_words, row):
+                self.fill_constant(half, part, cap, p)
+            return spread_words
         buf = self._scratch(cap).reinterpret(row.dtype)   # float16 for a bool condition
         self.fill_constant(buf, row, cap, p)
         return buf

@@ -5,8 +5,9 @@ elementwise_ops registers them on the elementwise template with the others; this
 besides the bodies, which input dtypes each takes natively (`INPUT_TYPES`, float16, bfloat16
 and float32 unless listed) and which produce bool (`BOOL_OUTPUTS`). A comparison or logical op
 computes 0 and 1 in the compute dtype and the template's conversion on the way out makes them
-bool bytes; bool inputs arrive as float16 0 and 1. Integer Mod and Equal compute on int32
-values as they are (`Body.ints`), exactly.
+bool bytes; bool inputs arrive as float16 0 and 1. Integer Mod and the comparisons compute on
+int32 values as they are (`Body.ints`), and the comparisons on int64 values as their two words
+(`Body.words`), exactly.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from ..ascend import lang as asc
 from ..hixl.dtypes import FLOATS
 from . import vector_math as vm
-from .program import Body, BodyArgs
+from .program import Body, BodyArgs, Words
 
 I32, F32 = np.dtype(np.int32), np.dtype(np.float32)
 DEKKER_SPLIT = 4097.0      # 2^12 + 1: splits a float32 into two halves of 12 bits (Dekker)
@@ -169,22 +170,84 @@ def _mod(a: BodyArgs) -> None:
 
 # ---------------------------------------------------------------- comparisons and logic
 
+def _ones_where(out, mask, nv: int) -> None:
+    """out (float32) = 1.0 where the mask bit is set, else 0.0."""
+    asc.duplicate(out, 1.0, nv)
+    asc.select(out, mask, out, 0.0, nv)
+
+
+def _ordered(out, x, y, mode: asc.CmpMode, tmp: list, nv: int) -> None:
+    """out (float32) = 1.0 where `x mode y` holds for int32 x and y, else 0.0, exactly: where
+    their float32 roundings differ, those order them (rounding is monotone); where they are
+    equal, |x - y| <= 128 (float32's spacing below 2^31), so x - y is exact in int32 and in
+    float32, and its sign decides. Scratch: tmp[0] (the mask) to tmp[3]."""
+    mask, fx, fy = _mask(tmp[0]), tmp[1].reinterpret(F32), tmp[2].reinterpret(F32)
+    asc.cast(fx, x, asc.RoundMode.CAST_NONE, nv)
+    asc.cast(fy, y, asc.RoundMode.CAST_NONE, nv)
+    diff = tmp[3].reinterpret(I32)
+    asc.sub(diff, x, y, nv)
+    near = _as_float(diff, diff, nv)
+    asc.compare(mask, fx, fy, mode, nv)
+    _ones_where(out, mask, nv)                       # the roundings' order
+    asc.compare_scalar(mask, near, 0.0, mode, nv)
+    _ones_where(near, mask, nv)                      # the difference's sign
+    asc.compare(mask, fx, fy, asc.CmpMode.EQ, nv)
+    asc.select(out, mask, near, out, nv)
+
+
+def _equal_words(a: BodyArgs) -> None:
+    """int64 ==: both words' differences are zero (|float(d_hi)| + |float(d_lo)| == 0; a
+    nonzero int32 is at least 1 in float32, and neither term cancels the other)."""
+    x, w = a.xs
+    mask, d_hi, d_lo = _mask(a.tmp[0]), a.tmp[1].reinterpret(I32), a.tmp[2].reinterpret(I32)
+    asc.sub(d_hi, x.hi, w.hi, a.nv)
+    asc.sub(d_lo, x.lo, w.lo, a.nv)
+    f_hi, f_lo = _as_float(d_hi, d_hi, a.nv), _as_float(d_lo, d_lo, a.nv)
+    asc.abs(f_hi, f_hi, a.nv)
+    asc.abs(f_lo, f_lo, a.nv)
+    asc.add(f_hi, f_hi, f_lo, a.nv)
+    asc.compare_scalar(mask, f_hi, 0.0, asc.CmpMode.EQ, a.nv)
+    _ones_where(a.y, mask, a.nv)
+
+
+def _ordered_words(a: BodyArgs, mode: asc.CmpMode) -> None:
+    """int64 order: the high words' order where they differ, else the low words' (their
+    offset makes signed order the unsigned order of the low halves)."""
+    x, w = a.xs
+    low = a.tmp[4].reinterpret(F32)
+    _ordered(a.y, x.hi, w.hi, mode, a.tmp, a.nv)
+    _ordered(low, x.lo, w.lo, mode, a.tmp, a.nv)
+    mask, diff = _mask(a.tmp[0]), a.tmp[1].reinterpret(I32)
+    asc.sub(diff, x.hi, w.hi, a.nv)
+    asc.compare_scalar(mask, _as_float(diff, diff, a.nv), 0.0, asc.CmpMode.EQ, a.nv)
+    asc.select(a.y, mask, low, a.y, a.nv)
+
+
 def _compare(mode: asc.CmpMode):
     def body(a: BodyArgs) -> None:
-        """1 where the comparison holds, else 0, in the compute dtype."""
+        """1 where the comparison holds, else 0, in the compute dtype; exact on int32 values
+        and on int64 words."""
         mask, y = _mask(a.tmp[0]), a.y
-        if y.dtype == I32:                   # Equal of int32: a - b == 0, exact in int32
-            diff = a.tmp[1]
-            asc.sub(diff, a.xs[0], a.xs[1], a.n)
-            asc.compare_scalar(mask, _as_float(diff, diff, a.n), 0.0, mode, a.nv)
+        if isinstance(a.xs[0], Words):
+            if mode == asc.CmpMode.EQ:
+                _equal_words(a)
+            else:
+                _ordered_words(a, mode)
+            return
+        if y.dtype == I32:
             ones = a.tmp[2].reinterpret(F32)
-            asc.duplicate(ones, 1.0, a.nv)
-            asc.select(ones, mask, ones, 0.0, a.nv)
+            if mode == asc.CmpMode.EQ:       # a - b == 0, exact in int32
+                diff = a.tmp[1]
+                asc.sub(diff, a.xs[0], a.xs[1], a.n)
+                asc.compare_scalar(mask, _as_float(diff, diff, a.n), 0.0, mode, a.nv)
+                _ones_where(ones, mask, a.nv)
+            else:
+                ones = a.tmp[4].reinterpret(F32)
+                _ordered(ones, a.xs[0], a.xs[1], mode, a.tmp, a.nv)
             asc.cast(y, ones, asc.RoundMode.CAST_RINT, a.n)
             return
         asc.compare(mask, a.xs[0], a.xs[1], mode, a.nv)
-        asc.duplicate(y, 1.0, a.nv)
-        asc.select(y, mask, y, 0.0, a.nv)
+        _ones_where(y, mask, a.nv)
     return body
 
 
@@ -224,7 +287,8 @@ BODIES: dict[str, Body] = {
                 float32=True),
     "Sin": Body(lambda a: vm.sine(a.y, a.xs[0], a.tmp, a.n, a.nv), temps=5, float32=True),
     "Mod": Body(_mod, temps=9, float32=True, ints=True),
-    **{op: Body(_compare(mode), temps=3 if op == "Equal" else 1, ints=op == "Equal")
+    **{op: Body(_compare(mode), temps=3 if op == "Equal" else 1, ints=True, words=True,
+                int_temps=None if op == "Equal" else 5)
        for op, mode in COMPARISONS.items()},
     "And": Body(lambda a: asc.mul(a.y, a.xs[0], a.xs[1], a.n)),
     "Or": Body(lambda a: asc.max(a.y, a.xs[0], a.xs[1], a.n)),
@@ -233,7 +297,8 @@ BODIES: dict[str, Body] = {
 }
 
 INPUT_TYPES: dict[str, tuple[str, ...]] = {
-    "Equal": FLOATS + ("bool", "int32"), "Mod": FLOATS + ("int32",),
+    **{op: FLOATS + ("int32", "int64") for op in COMPARISONS},
+    "Equal": FLOATS + ("bool", "int32", "int64"), "Mod": FLOATS + ("int32",),
     **{op: ("bool",) for op in LOGICAL},
 }
 

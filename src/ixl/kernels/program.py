@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..ascend import lang as asc
 
@@ -27,19 +28,31 @@ class BodyArgs:
         self.y, self.xs, self.tmp, self.n, self.nv, self.attrs = y, xs, tmp, n, nv, attrs
 
 
+class Words(NamedTuple):
+    """An int64 input as a `Body.words` body sees it: its high words (signed) and its low words
+    offset by -2^31, so that both order as signed int32 and (high, low) orders as the int64."""
+
+    hi: asc.LocalTensor
+    lo: asc.LocalTensor
+
+
 @dataclass(frozen=True)
 class Body:
     """An op's compute body. `fn` is None for an identity (Cast: the conversion on the way
     out is the op). `scalars` names trailing inputs read once as scalar values (Pow's
     exponent, Clip's bounds) and passed in `attrs`. `ints`: the body also takes int32 values
     as they are (the compute dtype is then int32 and it computes exactly); other bodies see
-    int32 inputs converted to float32."""
+    int32 inputs converted to float32. `words`: the body takes int64 inputs as `Words`
+    (exactly), not converted to float32 (which rounds beyond 2^24). `int_temps`: the scratch
+    tensors it needs on integers, where that is more than `temps`."""
 
     fn: Callable[[BodyArgs], None] | None
     temps: int = 0
     float32: bool = False
     scalars: tuple[str, ...] = ()
     ints: bool = False
+    words: bool = False
+    int_temps: int | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ An int64 is two int32 words, the low one first (little-endian).
   less 1 when lo is negative; NaN gives 0 and values outside the int64 range saturate, as
   Cast's golden says; the words interleave through the vector Gather.
 - int32 -> int64: the word and its sign (0 or -1) interleaved.
+- int64 -> words (a comparison's input, exact): the high words (GatherMask, the odd words), then
+  the low words (the even words) less 2^31 (modulo 2^32), so that the signed order of each is
+  the order of the int64's parts.
 - anything -> bool: 1 where the value is nonzero (NaN included): a compare, a select of 1 and 0
   in float16, a cast to int16, and two GatherMasks packing byte pairs into int16 words.
 Float16 in and out converts through float32.
@@ -26,6 +29,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..ascend import lang as asc
+from .program import Words
 from .ub import floor_div
 
 TWO32 = float(2 ** 32)
@@ -91,6 +95,17 @@ class WideScratch:
 
 def int64_to_int32(dst: asc.LocalTensor, src: asc.LocalTensor, n: int) -> None:
     asc.gather_mask(dst, src.reinterpret(np.int32), 1, 2 * n)
+
+
+def int64_to_words(dst: asc.LocalTensor, src: asc.LocalTensor, n: int) -> Words:
+    """The words of `n` int64 values into dst (int32, its first half the high words, its
+    second the offset low words)."""
+    words = src.reinterpret(np.int32)
+    hi, lo = dst, dst[dst.count // 2]
+    asc.gather_mask(hi, words, 2, 2 * n)
+    asc.gather_mask(lo, words, 1, 2 * n)
+    asc.adds(lo, lo, -2 ** 31, n)
+    return Words(hi, lo)
 
 
 def int64_to_float32(dst: asc.LocalTensor, src: asc.LocalTensor, n: int,
