@@ -15,6 +15,7 @@ from rich.table import Table
 
 from . import explain as explain_mod
 from . import files, versions
+from .arguments import seed
 from .ascend import CHIPS, ChipError, UnknownChipError, get_chip
 from .console import err, out, progress
 from .executor import ERROR, FAILED, one_line
@@ -28,7 +29,7 @@ from .nixl import REGISTRY, NixlError, device, environment, log
 from .nixl.views import VIEW_OPS
 from .onnx.cli import add_parser as add_onnx_parser
 from .onnx.translate import UnsupportedOnnx
-from .profile import launch_metrics, plot_timeline, timing_run, write_trace
+from .profile import launch_metrics, plot_timeline, timing_run, write_shim_trace, write_trace
 from .verify import CaseResult, host_bytes, run_case
 from .verify.sweep import verify_sweep
 
@@ -163,11 +164,17 @@ def _profile_outputs(args: argparse.Namespace, rec) -> dict:
     """Metrics, trace and plot of one run; returns the JSON to merge into --json output."""
     extra: dict[str, Any] = {}
     if rec.launch is None:
-        if args.trace or args.plot:       # a kernel declined the case at tiling time
+        if args.plot or (args.trace and rec.path != "shim"):   # declined at tiling time
             asked = " and ".join(f for f, v in (("--trace", args.trace), ("--plot", args.plot))
                                  if v)
             raise BadInput(f"{asked}: nothing written: {rec.op} ran on the {rec.path} "
                            f"({rec.reason}), which launches no kernel")
+        if args.trace:
+            write_shim_trace(rec.op, rec.reason, rec.host_us, args.trace)
+            extra["trace"] = args.trace
+            if not args.json:
+                out.print(f"trace written to {args.trace}: the shim's host span (no kernel "
+                          f"launch to draw)")
         if args.profile and not args.json:
             out.print(f"profile: no kernel launch to profile ({rec.op} ran on the {rec.path}: "
                       f"{rec.reason})")
@@ -239,18 +246,20 @@ def _call(args: argparse.Namespace):
 
 
 def _refuse_untraceable(args: argparse.Namespace, schema) -> None:
-    """--trace and --plot draw a kernel launch: refused at once for an op that has none."""
-    asked = [f for f, v in (("--trace", args.trace), ("--plot", args.plot)) if v]
-    if not asked:
-        return
+    """--plot draws a kernel launch and --trace a launch or the shim's host span: refused at
+    once for an op that has none."""
     if schema.name in VIEW_OPS:
+        asked = [f for f, v in (("--trace", args.trace), ("--plot", args.plot)) if v]
         why = "is answered with a view of its input (no data moved)"
     elif REGISTRY.native(schema.name) is None:
+        asked = ["--plot"] if args.plot else []
         why = "has no native kernel (it runs on the shim)"
     else:
         return
+    if not asked:
+        return
     raise BadInput(f"{' and '.join(asked)}: {schema.name} {why}, so there is no kernel launch "
-                   f"to trace")
+                   f"to draw")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -460,12 +469,34 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- parser
 
+NEGATIVE_VALUE = re.compile(r"-\d")      # "-3,4", "-1": a value, not an option
+
+
 class Parser(argparse.ArgumentParser):
     """A usage mistake is raised as BadInput, so that it leaves through the command's one error
-    path as one line (argparse would print the usage too)."""
+    path as one line (argparse would print the usage too). An option's value may start with a
+    minus sign and a digit (`--shape -3,4`): it is the option's value, as `--shape=-3,4` says,
+    so that the value's own check answers (argparse would take it for an unknown option)."""
 
     def error(self, message: str) -> NoReturn:
         raise BadInput(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
+
+    def parse_known_args(self, args=None, namespace=None):
+        given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._negative_values_attached(given), namespace)
+
+    def _negative_values_attached(self, args: list[str]) -> list[str]:
+        takes_value = {o for a in self._actions if a.option_strings and a.nargs != 0
+                       for o in a.option_strings}
+        out, i = [], 0
+        while i < len(args):
+            if args[i] in takes_value and i + 1 < len(args) and NEGATIVE_VALUE.match(args[i + 1]):
+                out.append(f"{args[i]}={args[i + 1]}")
+                i += 2
+            else:
+                out.append(args[i])
+                i += 1
+        return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -489,7 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--value", action="append", default=[], metavar="INPUT=JSON",
                    help="contents of an input that decides the output shape (k, axes, shape)")
     s.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed, default=0,
+                   help="seed of the random inputs (default 0)")
     s.add_argument("--debug", action="store_true",
                    help="debug mode: NaN-filled fresh buffers, truncated-copy and flag checks")
     s.add_argument("--timing-only", action="store_true",
@@ -503,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("verify", help="run every sample case of the op database (debug mode)")
     s.add_argument("--op", help="only this op")
     s.add_argument("--chip", default="910B1")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed, default=0)
     s.add_argument("--release", action="store_true", help="release mode instead of debug")
     s.add_argument("--json", action="store_true")
     add_sweep_options(s)

@@ -8,6 +8,7 @@ with the install line, they do not skip.
 
 import argparse
 import json
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 from safetensors.numpy import save_file
 
-from ixl.hixl import ArgSpec
+from ixl.hixl import ArgSpec, BadInput
 from ixl.models import MiniLM, ModelUnavailable, minilm
 from ixl.models.cli import add_parser
 from ixl.models.weights import fill_weights
@@ -195,3 +196,13 @@ def test_a_file_of_sentences_in_a_process_pool_embeds_as_in_process(float32, tmp
     assert report["total_us"]["fused"] == pytest.approx(
         sum(r.time_us for r in float32[1].records[:2]), rel=1e-12)
     assert len(results.read_text().splitlines()) == 3          # the header and two lines
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a\ud800b", "text holds a lone surrogate, U+D800, at character 1, which UTF-8 cannot "
+                 "encode"),
+    ("caf\udce9", "text is not valid UTF-8: byte(s) e9 at character 3")])
+def test_text_utf8_cannot_encode_is_named_before_the_tokenizer(float32, text, message):
+    model, _ = float32
+    with pytest.raises(BadInput, match=re.escape(message)):
+        model.embed(["fine", text])

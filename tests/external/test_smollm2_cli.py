@@ -63,7 +63,8 @@ def test_json_gives_tokens_text_times_and_shares(tiny_cli, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--prompt", "hi", "--max-new-tokens", "0"], "--max-new-tokens 0: give at least 1"),
     (["--prompt", ""], "the prompt is empty: give at least one character"),
-    (["--prompt", "caf\udce9"], "is not valid UTF-8: byte(s) e9 at character 3"),
+    (["--prompt", "caf\udce9"], "--prompt is not valid UTF-8: byte(s) e9 at character 3"),
+    (["--prompt", "x\udbff"], "--prompt holds a lone surrogate, U+DBFF, at character 1"),
     (["--prompt", "hi", "--chip", "910C"], "910C"),
     (["--prompt", "hi", "--dtype", "int8"], "invalid choice: 'int8'"),
     (["--max-new-tokens", "2"], "one of the arguments --prompt --file is required")])

@@ -357,9 +357,18 @@ CLI_CASES = [
     ({}, ["run", "Add", "--shape", "4", "--plot", "{tmp}/missing/p.png"], "does not exist"),
     ({}, ["run", "Add", "--shape", "4", "--plot", "{dir}"], "--plot {dir}: is a directory"),
     ({}, ["run", "Add", "--shape", "4", "--plot", "p.xyz"], "matplotlib cannot write .xyz"),
-    ({}, ["run", "Trilu", "--shape", "4,4", "--trace", "t.json"],
-     "--trace: Trilu has no native kernel (it runs on the shim), so there is no kernel "
-     "launch"),
+    ({}, ["run", "Trilu", "--shape", "4,4", "--plot", "p.png"],
+     "--plot: Trilu has no native kernel (it runs on the shim), so there is no kernel "
+     "launch to draw"),
+    # 6. careless values: a negative number after an option is its value, checked as such
+    ({}, ["run", "Add", "--shape", "-3,4"], "shape '-3,4' does not parse: give comma-separated "
+     "non-negative integers"),
+    ({}, ["run", "Add", "--shape", "3,4", "--seed", "-1"],
+     "argument --seed: -1 is negative: a seed is an integer from 0 up"),
+    ({}, ["run", "Add", "--shape", "3,4", "--seed", "one"],
+     "argument --seed: 'one' is not an integer"),
+    ({}, ["verify", "--op", "Add", "--seed", "-5"], "argument --seed: -5 is negative"),
+    ({}, ["onnx", "run", MODEL, "--random", "--seed", "-1"], "argument --seed: -1 is negative"),
     ({}, ["run", "Reshape", "--shape", "4", "--shape", "2", "--value", "shape=[2,2]", "--plot",
           "p.png"], "--plot: Reshape is answered with a view"),
     ({}, ["model", "minilm", "--text", "hi", "--out", "{dir}"], "--out {dir}: is a directory"),
@@ -403,7 +412,6 @@ CLI_CASES = [
     ({}, ["run", "TopK", "--shape", "8", "--shape", "1", "--value", "k=1", "--value", "k=2"],
      "--value k is given twice"),
     ({}, ["run", "Add", "--shape=-1,4"], "shape '-1,4' does not parse"),
-    ({}, ["run", "Add", "--shape", "-1,4"], "argument --shape: expected one argument"),
     ({}, ["run", "Add", "--shape", "4,,4"], "shape '4,,4' does not parse"),
     ({}, ["run", "Add", "--shape", "4", "--dtype", "float8"], "unknown dtype 'float8'"),
     ({}, ["run", "Add", "--shape", "4", "--dtype", "int8"], "Add does not support int8"),
@@ -416,6 +424,8 @@ CLI_CASES = [
      "Conv: 1-D or 2-D only"),
     ({}, ["model", "minilm", "--text", "ok", "--text", "ab\udcff\udcfecd"],
      "--text number 2 is not valid UTF-8: byte(s) ff fe at character 2"),
+    ({}, ["model", "minilm", "--text", "a\ud800b"],
+     "--text holds a lone surrogate, U+D800, at character 1, which UTF-8 cannot encode"),
     ({}, ["onnx", "run", MODEL, "--input", "x={tmp}/text.npy"],
      "--input x: {tmp}/text.npy is not a .npy file"),
     ({}, ["calibrate", "--chip", "nope"], "unknown chip 'nope'"),
@@ -423,7 +433,6 @@ CLI_CASES = [
     # usage mistakes: one line, not argparse's usage block
     ({}, ["list", "--bogus"], "unrecognized arguments: --bogus"),
     ({}, ["run", "Add"], "the following arguments are required: --shape"),
-    ({}, ["run", "Add", "--shape", "4", "--seed", "x"], "argument --seed: invalid int value"),
     ({}, ["model", "minilm", "--dtype", "int8", "--text", "x"], "argument --dtype: invalid choice"),
     ({}, ["frob"], "argument command: invalid choice: 'frob'"),
     ({}, [], "the following arguments are required: command"),
@@ -511,16 +520,38 @@ def _declining_device(chip, **kwargs):
     return ixl.device(chip, registry=registry, **kwargs)
 
 
-def test_trace_of_a_run_that_took_the_shim_writes_nothing_and_says_so(files, monkeypatch,
-                                                                      capsys, tmp_path):
+def test_trace_of_a_run_that_took_the_shim_is_its_host_span(files, monkeypatch, capsys,
+                                                            tmp_path):
     monkeypatch.setattr("ixl.cli.device", _declining_device)
     rc, out, err = _run_cli(["run", "Add", "--shape", "4", "--trace", "t.json"], {}, files,
                             monkeypatch, capsys)
-    assert rc == 2 and "PASS" in out and "path: shim (a broadcast row longer than a tile)" in out
-    assert err == ("ixl: error: --trace: nothing written: Add ran on the shim (a broadcast row "
-                   "longer than a tile), which launches no kernel (see: ixl explain 'bad "
-                   "input')\n")
-    assert not (tmp_path / "t.json").exists()
+    assert rc == 0 and "PASS" in out and "path: shim (a broadcast row longer than a tile)" in out
+    assert "trace written to t.json: the shim's host span (no kernel launch to draw)" in out
+    trace = json.loads((tmp_path / "t.json").read_text())
+    (span,) = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert span["name"] == "Add on the shim" and span["args"]["reason"] == \
+        "a broadcast row longer than a tile"
+    assert span["dur"] == trace["otherData"]["host_us"] > 0
+
+
+def test_plot_of_a_run_that_took_the_shim_writes_nothing_and_says_so(files, monkeypatch,
+                                                                     capsys, tmp_path):
+    monkeypatch.setattr("ixl.cli.device", _declining_device)
+    rc, out, err = _run_cli(["run", "Add", "--shape", "4", "--trace", "t.json", "--plot",
+                             "p.png"], {}, files, monkeypatch, capsys)
+    assert rc == 2 and "PASS" in out
+    assert err == ("ixl: error: --trace and --plot: nothing written: Add ran on the shim (a "
+                   "broadcast row longer than a tile), which launches no kernel (see: ixl "
+                   "explain 'bad input')\n")
+    assert not (tmp_path / "t.json").exists() and not (tmp_path / "p.png").exists()
+
+
+def test_trace_of_an_op_without_a_kernel_is_its_host_span(files, monkeypatch, capsys, tmp_path):
+    rc, out, err = _run_cli(["run", "Trilu", "--shape", "4,4", "--trace", "t.json"], {}, files,
+                            monkeypatch, capsys)
+    assert rc == 0, err
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert trace["otherData"]["path"] == "shim" and trace["otherData"]["op"] == "Trilu"
 
 
 def test_profile_of_a_shim_run_says_there_is_no_launch(capsys):

@@ -14,10 +14,10 @@ from ..ascend import CHIPS
 from ..console import out
 from ..executor.options import add_sweep_options, refuse_sweep_options
 from ..files import save_npy
-from ..hixl import BadInput
 from ..nixl import GraphRecord
 from ..profile.stream import replay_counts
 from .minilm import DTYPES, MiniLM
+from .text import check_texts
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -70,18 +70,6 @@ def per_op(records: list[GraphRecord]) -> list[OpRow]:
             if run.path == "shim":
                 row.why = row.why or run.reason or ""
     return sorted(rows.values(), key=lambda r: -r.time_us)
-
-
-def check_texts(texts: list[str]) -> None:
-    """Every text is valid Unicode: bytes that are not UTF-8 reach Python as lone surrogates
-    (on a command line, through surrogateescape), which no tokenizer can take."""
-    for i, text in enumerate(texts, 1):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raw = text[e.start:e.end].encode("utf-8", "surrogateescape")
-            raise BadInput(f"--text number {i} is not valid UTF-8: byte(s) {raw.hex(' ')} at "
-                           f"character {e.start} (give the text in UTF-8)") from None
 
 
 def cmd_minilm(args: argparse.Namespace) -> int:

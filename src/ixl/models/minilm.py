@@ -25,6 +25,7 @@ from ..hixl import ArgSpec
 from ..nixl import GraphRecord
 from ..onnx import IxlBackend, IxlBackendRep
 from ..onnx.passes import cast_floats, optimize
+from .text import check_texts
 from .weights import (
     ModelUnavailable,  # noqa: F401 (re-exported: ixl.cli imports it from here)
     fill_weights,
@@ -129,6 +130,7 @@ class MiniLM:
         return IxlBackend.prepare(fill_weights(GRAPH, weights), chip=self.chip)
 
     def encode(self, text: str) -> Encoded:
+        check_texts([text], "text")
         enc = self.tokenizer.encode(text)
         feeds = {name: np.array([values], np.int64) for name, values in
                  (("input_ids", enc.ids), ("attention_mask", enc.attention_mask),

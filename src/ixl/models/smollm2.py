@@ -24,6 +24,7 @@ from ..onnx import IxlBackend
 from .decoder import CachedDecoder
 from .gguf_file import GGUFFile
 from .gguf_tokenizer import ChatTemplate, tokenizer_from_gguf
+from .text import check_texts
 from .weights import fill_weights, require_package, weight_map
 
 GRAPH = Path(__file__).resolve().parent / "data" / "smollm2-135m-instruct.onnx"
@@ -96,6 +97,7 @@ class SmolLM2:
         return self.chat_template.render([{"role": "user", "content": prompt}])
 
     def encode(self, text: str) -> list[int]:
+        check_texts([text], "text")
         return self.tokenizer.encode(text).ids
 
     def generate(self, prompt: str, max_new_tokens: int = 32, chat: bool = False,

@@ -17,8 +17,9 @@ from ..executor.options import add_sweep_options, refuse_sweep_options
 from ..hixl import BadInput, to_numpy
 from ..nixl import GraphRecord
 from ..profile.stream import replay_counts
-from .cli import OpRow, check_texts, per_op, print_launches, print_table
+from .cli import OpRow, per_op, print_launches, print_table
 from .smollm2 import DTYPES, Generation, SmolLM2
+from .text import check_texts
 
 MODEL = "SmolLM2-135M-Instruct"
 
@@ -104,7 +105,7 @@ def cmd_smollm2(args: argparse.Namespace) -> int:
     refuse_sweep_options(args, "--file")
     if args.out_file:
         raise BadInput("--out goes with --file (the generations of a prompts file)")
-    check_texts([args.prompt])
+    check_texts([args.prompt], "--prompt")
     model = SmolLM2(args.chip, args.dtype)
     stream = not args.json
     if stream and out.is_terminal:

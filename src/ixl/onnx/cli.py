@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 from rich.table import Table
 
+from ..arguments import seed
 from ..ascend import CHIPS
 from ..console import out
 from ..files import load_npy
@@ -34,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           "0 or 1 (valid token ids, masks, class indices), random booleans")
     run.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
                      help="the size of a named (symbolic) input dim, for --random")
-    run.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    run.add_argument("--seed", type=seed, default=0, help="seed of --random (default 0)")
     run.add_argument("--bucket", action="append", default=[], metavar="[NAME=]SIZE",
                      help="pad named input dims up to a multiple of SIZE with zeros (every "
                           "named dim, or only NAME) and crop the outputs' dims of the same "

@@ -40,6 +40,21 @@ def write_trace(rec: LaunchRecord, path: str, max_slices: int = 5000) -> None:
         json.dump(chrome_trace(rec, max_slices), f)
 
 
+def shim_trace(op: str, reason: str | None, host_us: float) -> dict:
+    """A run on the shim launches no kernel: its trace is one span on the host, as long as the
+    modeled round trips (operands to the host and back, nothing overlapped)."""
+    events = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "host (shim)"}},
+              {"ph": "X", "name": f"{op} on the shim", "pid": 0, "tid": 0, "ts": 0.0,
+               "dur": host_us, "args": {"reason": reason}}]
+    return {"traceEvents": events, "displayTimeUnit": "ns",
+            "otherData": {"op": op, "path": "shim", "host_us": host_us}}
+
+
+def write_shim_trace(op: str, reason: str | None, host_us: float, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(shim_trace(op, reason, host_us), f)
+
+
 def core_events(pid: int, label: str, slices: list[Slice], edges: list[FlagEdge], clock: float,
                 max_slices: int, offset_us: float = 0.0) -> list[dict]:
     """One core's process: its pipe slices (times in cycles at `clock` MHz, shifted by
