@@ -152,3 +152,17 @@ def test_a_shim_gather_moves_the_rows_it_picks_not_the_table():
     shape_only = run_shim(dev, get_op("Shape"), [table], [dev.empty((2,), "int64")], {
         "start": 0, "end": None}, "test")
     assert shape_only.host_us == pytest.approx(costs.host_copy_us(16))   # the output only
+
+
+def test_dims_declared_minus_one_are_dynamic():
+    """PaddlePaddle's exports declare unknown dims as -1; onnxruntime takes them as dynamic."""
+    graph = helper.make_graph(
+        [node("Relu", ["x"], ["y"])], "paddle",
+        [helper.make_tensor_value_info("x", F32, [-1, 3, -1])],
+        [helper.make_tensor_value_info("y", F32, [-1, 3, -1])])
+    rep = IxlBackend.prepare(helper.make_model(graph,
+                                               opset_imports=[helper.make_opsetid("", 17)]))
+    for shape in ((2, 3, 4), (5, 3, 1)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        (y,) = rep.run({"x": x})
+        np.testing.assert_array_equal(y, np.maximum(x, 0))

@@ -43,9 +43,14 @@ def _value_spec(value: onnx.ValueInfoProto, what: str) -> ValueSpec:
         raise UnsupportedOnnx(f"{what} {value.name!r} is of kind {kind}; ixl runs tensors only "
                               f"(no sequences, maps or optionals)")
     tensor = value.type.tensor_type
-    dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-                 for d in tensor.shape.dim)
+    dims = tuple(d.dim_value if _known(d) else (d.dim_param or "?") for d in tensor.shape.dim)
     return ValueSpec(value.name, dtype_name(tensor.elem_type, f"{what} {value.name!r}"), dims)
+
+
+def _known(dim) -> bool:
+    """A dim with a size: a negative dim_value (PaddlePaddle's exports write -1) is unknown,
+    as a dim without a value is, and onnxruntime takes both as dynamic."""
+    return dim.HasField("dim_value") and dim.dim_value >= 0
 
 
 def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
@@ -94,8 +99,8 @@ def value_info(model: onnx.ModelProto) -> dict[str, tuple[str | None, tuple | No
                 dtype = dtype_name(tensor.elem_type, value.name)
             except UnsupportedOnnx:
                 dtype = None
-            dims = (tuple(d.dim_value if d.HasField("dim_value") else None
-                          for d in tensor.shape.dim) if tensor.HasField("shape") else None)
+            dims = (tuple(d.dim_value if _known(d) else None for d in tensor.shape.dim)
+                    if tensor.HasField("shape") else None)
             info[value.name] = (dtype, dims)
         for node in graph.node:
             for attr in node.attribute:

@@ -191,6 +191,35 @@ def attr_inputs(op: str, names: tuple[str, ...], since: int) -> Translator:
     return translate
 
 
+def dropout(ctx: NodeContext) -> None:
+    """Dropout at inference, as onnxruntime runs it: the output is the input and the mask, when
+    asked for, is all true; so in training mode with a ratio of 0. Training mode with another
+    ratio (or one not known before the run) draws a random mask, which no golden can check:
+    refused."""
+    for name in ("ratio", "seed", "is_test"):      # is_test: opset < 7; inference either way
+        ctx.attrs.pop(name, None)
+    ctx.check_consumed()
+    data, *rest = ctx.inputs
+    ratio, training = (rest + ["", ""])[:2]
+    if training and _constant_flag(ctx, training) is not False \
+            and not (ratio and _constant_flag(ctx, ratio) is False):
+        raise UnsupportedOnnx(f"{ctx.label}: training_mode {training!r} is not a constant false "
+                              f"and the ratio not a constant 0: a training-mode Dropout draws "
+                              f"a random mask; ixl runs Dropout at inference only")
+    output, *mask = ctx.outputs
+    ctx.emit("Identity", [data], [output])
+    if mask and mask[0]:
+        shape = ctx.fresh("shape")
+        ctx.emit("Shape", [data], [shape])
+        ctx.emit("Expand", [ctx.const(np.array(True), "kept"), shape], mask[:1])
+
+
+def _constant_flag(ctx: NodeContext, name: str) -> bool | None:
+    """A one-value constant input as a truth value (nonzero), or None when not a constant."""
+    value = ctx.constant_value(name)
+    return None if value is None else bool(np.asarray(value).reshape(-1)[0])
+
+
 def softmax(op: str) -> Translator:
     """Before opset 13, (Log)Softmax flattened the input to 2-D at axis (default 1) and
     normalised each row: Shape, Flatten, the op on axis 1, Reshape back."""
@@ -382,10 +411,11 @@ TRANSLATORS: dict[str, Translator] = {
     "Loop": subgraph.loop,
     "LSTM": recurrent.lstm,
     "GRU": recurrent.gru,
+    "Dropout": dropout,
 }
 
 # ONNX ops that have no ixl op of their own: the import expands them into graphs of ixl ops.
-EXPANSIONS = frozenset({"LSTM", "GRU", "Loop"})
+EXPANSIONS = frozenset({"LSTM", "GRU", "Loop", "Dropout"})
 
 # ixl ops that are not ONNX ops (an ONNX model naming them is not asking for ixl's semantics).
 NOT_ONNX = frozenset({"Maximum", "Minimum", "Silu", "Rsqrt", "Adds", "Muls", "Sort", "TransData"})

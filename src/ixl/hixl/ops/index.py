@@ -1,5 +1,5 @@
-"""Indexing and ordering (tier C): Gather, GatherElements, GatherND, ScatterND, OneHot, TopK,
-Sort, ArgMax, ArgMin.
+"""Indexing and ordering (tier C): Gather, GatherElements, GatherND, ScatterND, ScatterElements,
+OneHot, TopK, Sort, ArgMax, ArgMin.
 
 Their work depends on the data (which rows, which order), so on the chip they need host-side
 decisions at run time. Ties are ordered by index, lower first, in both directions (ONNX TopK).
@@ -389,6 +389,68 @@ register(OpSchema(
              SampleCase("min", ((6, 7), (4, 1), (4, 7)), {"reduction": "min"}),
              SampleCase("no updates", ((5, 6), (0, 1), (0, 6))),
              SampleCase("large", ((1024, 512), (64, 1), (64, 512)))]))
+def _infer_scatter_elements(schema, specs, attrs):
+    data, indices, updates = specs
+    if attrs["reduction"] not in SCATTER_REDUCTIONS:
+        raise AttrError(f"ScatterElements: reduction={attrs['reduction']!r} is not allowed "
+                        f"(allowed: {', '.join(SCATTER_REDUCTIONS)})")
+    axis = normalize_axis("ScatterElements", attrs["axis"], len(data.shape))
+    if updates.shape != indices.shape or len(indices.shape) != len(data.shape) or any(
+            i > d for k, (i, d) in enumerate(zip(indices.shape, data.shape)) if k != axis):
+        raise ShapeMismatch(f"ScatterElements: indices {indices.shape} and updates "
+                            f"{updates.shape} must have one shape, of the rank of data "
+                            f"{data.shape}, no dim larger outside axis {axis}")
+    return [ArgSpec(data.shape, data.dtype)]
+
+
+def _scatter_elements(data, indices, updates, axis=0, reduction="none"):
+    """y = data with y[..., indices[p], ...] (at axis) = updates[p] for every position p of
+    indices, or combined with what is there, in index order."""
+    axis %= data.ndim
+    idx = _in_range("ScatterElements", indices, data.shape[axis], f"axis {axis}")
+    where = list(np.indices(indices.shape, sparse=True))
+    where[axis] = idx
+    out = data.copy()
+    combine = SCATTER_REDUCTIONS[reduction]
+    if combine is None:
+        out[tuple(where)] = updates
+    else:
+        combine.at(out, tuple(where), updates)
+    return out
+
+
+def _scatter_elements_inputs(schema, specs, rng, attrs):
+    """Indices distinct along the axis within each line (a repeated index with reduction
+    'none' is order-dependent), some of them negative."""
+    data, indices, updates = specs
+    axis = attrs["axis"] % max(len(data.shape), 1)
+    size = data.shape[axis] if data.shape else 1
+    lines = indices.shape[:axis] + (size,) + indices.shape[axis + 1:]
+    order = np.argsort(rng.random(lines), axis=axis)
+    idx = np.take(order, np.arange(indices.shape[axis]), axis=axis) if indices.shape else order
+    idx = idx - size * (rng.random(idx.shape) < 0.3)
+    return [uniform(data, rng, schema.input_range), idx.astype(to_numpy(indices.dtype)),
+            uniform(updates, rng, schema.input_range)]
+
+
+register(OpSchema(
+    name="ScatterElements", tier="C", family="index", inputs=("data", "indices", "updates"),
+    dtypes=FLOATS, reference_fn=_scatter_elements, infer_fn=_infer_scatter_elements,
+    type_of={"indices": "Tind"}, constraints={"T": ALL, "Tind": INDEX},
+    attrs={"axis": Attr(int, 0, "the axis indices address"),
+           "reduction": Attr(str, "none", "none (replace), add, mul, max or min")},
+    make_inputs=_scatter_elements_inputs,
+    doc="y = data with updates[p] written (or combined) at position p with its axis "
+        "coordinate replaced by indices[p]",
+    samples=[SampleCase("one element", ((1,), (1,), (1,))),
+             SampleCase("rows, axis 1", ((6, 7), (6, 3), (6, 3)), {"axis": 1}),
+             SampleCase("axis 0, fewer columns", ((6, 7), (2, 5), (2, 5))),
+             SampleCase("add", ((6, 7), (6, 3), (6, 3)), {"axis": 1, "reduction": "add"}),
+             SampleCase("max, negative axis", ((2, 3, 8), (2, 3, 4), (2, 3, 4)),
+                        {"axis": -1, "reduction": "max"}),
+             SampleCase("no updates", ((5, 6), (0, 6), (0, 6))),
+             SampleCase("large", ((512, 1024), (512, 64), (512, 64)), {"axis": 1})]))
+
 register(OpSchema(
     name="OneHot", tier="C", family="index", inputs=("indices", "depth", "values"),
     dtypes=FLOATS, reference_fn=_one_hot, infer_fn=_infer_one_hot, host_inputs=("depth",),

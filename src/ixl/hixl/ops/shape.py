@@ -25,6 +25,7 @@ from ..schema import (
     host_value,
     normalize_axes,
     normalize_axis,
+    uniform,
 )
 from .elementwise import infer_same
 
@@ -572,6 +573,53 @@ shape_op("Pad", _pad, _infer_pad,
                              pads=[1, 1, 1, 1], axes=[2, 3]),
                   _host_case("a dim of size 0", [(0, 4), (4,)], pads=[1, 0, 1, 0]),
                   _host_case("large", [(1024, 2048), (4,)], pads=[0, 1, 0, 1])])
+def _infer_reverse_sequence(schema, specs, attrs):
+    x, lens = specs
+    batch, time = attrs["batch_axis"], attrs["time_axis"]
+    if len(x.shape) < 2 or {batch, time} != {0, 1}:
+        raise AttrError(f"ReverseSequence: batch_axis {batch} and time_axis {time} must be 0 "
+                        f"and 1, one each, of an input of rank >= 2 (got rank {len(x.shape)})")
+    if lens.shape != (x.shape[batch],):
+        raise ShapeMismatch(f"ReverseSequence: sequence_lens must hold one length per batch "
+                            f"entry, shape ({x.shape[batch]},), got {lens.shape}")
+    return [ArgSpec(x.shape, x.dtype)]
+
+
+def _reverse_sequence(x, sequence_lens, batch_axis=1, time_axis=0):
+    """Each batch entry's first sequence_lens[b] steps along time_axis in reverse order; the
+    steps after them as they are."""
+    steps = x.shape[time_axis]
+    out = x.copy()
+    for b, length in enumerate(sequence_lens.reshape(-1).tolist()):
+        if not 0 <= length <= steps:
+            raise ShapeMismatch(f"ReverseSequence: sequence_lens[{b}] = {length} is outside "
+                                f"0..{steps} (the time axis)")
+        entry: list[int | slice] = [slice(None)] * x.ndim
+        entry[batch_axis] = b
+        entry[time_axis] = slice(0, length)
+        out[tuple(entry)] = np.flip(x[tuple(entry)], axis=0)   # the batch axis indexed away
+    return out
+
+
+def _reverse_sequence_inputs(schema, specs, rng, attrs):
+    x, lens = specs
+    steps = x.shape[attrs["time_axis"]]
+    return [uniform(x, rng, schema.input_range),
+            rng.integers(0, steps + 1, lens.shape).astype(np.int64)]
+
+
+shape_op("ReverseSequence", _reverse_sequence, _infer_reverse_sequence,
+         "y = x with each batch entry's first sequence_lens steps reversed along time_axis",
+         inputs=("input", "sequence_lens"), type_of={"sequence_lens": "I"},
+         attrs={"batch_axis": Attr(int, 1, "the batch axis (0 or 1)"),
+                "time_axis": Attr(int, 0, "the time axis (1 or 0)")},
+         make_inputs=_reverse_sequence_inputs,
+         samples=[SampleCase("one element", ((1, 1), (1,))),
+                  SampleCase("time first (the default)", ((4, 3), (3,))),
+                  SampleCase("batch first, rows of features", ((3, 6, 5), (3,)),
+                             {"batch_axis": 0, "time_axis": 1}),
+                  SampleCase("no time steps", ((0, 4), (4,))),
+                  SampleCase("large", ((256, 64, 128), (64,)))])
 shape_op("Trilu", _trilu, _infer_trilu,
          "y = the upper (or lower) triangle of the last two dims from diagonal k, zeros elsewhere",
          inputs=("x", "k"), optional=1, host_inputs=("k",),
