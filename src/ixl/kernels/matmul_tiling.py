@@ -205,7 +205,12 @@ def plan(shape: MatmulShape, chip: ChipSpec, config: TuningConfig | None, epilog
         bm, bn, splits = _split_k(shape, chip, config, bias, cores, (bm, bn))
     l0c_buffers = 2 if 2 * bm * bn * ACCUMULATOR_BYTES <= chip.l0c_bytes else 1
     l0_buffers = config.l0_buffers or 2
-    bk = base_k(shape, chip, config, bm, bn, l0_buffers)
+    part = shape
+    if splits > 1:      # K of one part, at least the GEMV's float32 rows of the parts in L0B
+        gemv_k = round_up(splits, FRACTAL_ROWS) * ACCUMULATOR_BYTES // itemsize(shape.dtype)
+        part = replace(shape, k=max(ceil_div(shape.k, splits), gemv_k))
+    bk = base_k(part, chip, config, bm, bn, l0_buffers)
+    splits = ceil_div(shape.k, round_up(part.k, bk)) if splits > 1 else 1   # none empty
     k_l1 = _l1_chunk(shape, chip, config, bm, bn, bk, bias)
     m_tiles, n_tiles = ceil_div(shape.m, bm), ceil_div(shape.n, bn)
     tiling = MatmulTiling(shape, bm, bn, bk, k_l1, l0_buffers, l0c_buffers, m_tiles, n_tiles,
