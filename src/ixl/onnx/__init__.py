@@ -4,7 +4,8 @@ from .backend import IxlBackend, IxlBackendRep
 from .convert import Converted, ValueSpec, convert
 from .errors import UnsupportedOnnx
 from .node_cases import node_case_counts
+from .session import InferenceSession
 from .translate import onnx_ops
 
-__all__ = ["IxlBackend", "IxlBackendRep", "Converted", "ValueSpec", "convert",
+__all__ = ["IxlBackend", "IxlBackendRep", "InferenceSession", "Converted", "ValueSpec", "convert",
            "node_case_counts", "UnsupportedOnnx", "onnx_ops"]

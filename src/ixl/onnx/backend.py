@@ -28,7 +28,7 @@ from ..hixl.dtypes import name_of
 from ..nixl import Device, GraphRecord, RunRecord, device, log
 from ..nixl.graph import Graph
 from .convert import Converted, ValueSpec, convert
-from .passes import host_only_inputs, specialized
+from .passes import host_only_inputs, optimize, specialized
 from .structure import check_weights, without_weights
 
 SPECIALISATIONS = 64        # per prepared model ([U]: a bound on memory)
@@ -105,6 +105,19 @@ class IxlBackendRep(BackendRep):
         finally:
             for t in outputs.values():
                 t.free()
+
+    def optimised(self, feeds: dict, fixed: frozenset[str] = frozenset()) -> IxlBackendRep:
+        """This model as an offline compiler leaves it for these inputs: specialised to their
+        shapes (padded to the buckets) and to the values of the `fixed` ones, constants folded
+        and exporters' decompositions fused (passes.optimize); the fixed inputs are no
+        longer inputs."""
+        padded, _ = pad_to_buckets(self.converted, feeds, self.buckets)
+        shapes = {s.name: ArgSpec(padded[s.name].shape, s.dtype) for s in self.converted.inputs
+                  if s.name not in fixed}
+        graph = optimize(self.graph, shapes, {n: feeds[n] for n in fixed})
+        inputs = [s for s in self.converted.inputs if s.name not in fixed]
+        converted = Converted(graph, inputs, self.converted.outputs, self.converted.opset)
+        return IxlBackendRep(converted, self.chip, self.debug, self.dim_ranges, self.buckets)
 
     def specialise(self, feeds: dict) -> tuple[Graph, list[tuple]]:
         """The graph for these inputs: their shapes fixed, the values of inputs read only as

@@ -14,10 +14,9 @@ from ..arguments import seed
 from ..ascend import CHIPS
 from ..console import out
 from ..files import load_npy
-from ..hixl import ArgSpec, BadInput, to_numpy
-from .backend import IxlBackend, IxlBackendRep, check_shape, load_model, pad_to_buckets
+from ..hixl import BadInput, to_numpy
+from .backend import IxlBackend, IxlBackendRep, check_shape, load_model
 from .convert import ValueSpec
-from .passes import optimize
 from .reference import compare_outputs, reference_outputs
 from .support import inspect_model
 
@@ -159,14 +158,7 @@ def prepared(model: onnx.ModelProto, args: argparse.Namespace) -> tuple[dict, Ix
     rep.feeds(feeds)                       # dtypes and shapes against the declared ones
     if args.no_optimize:
         return feeds, rep
-    fixed = {n: feeds[n] for n in args.fixed}
-    padded, _ = pad_to_buckets(rep.converted, feeds, buckets)
-    shapes = {n: ArgSpec(a.shape, s.dtype) for s in rep.converted.inputs
-              for n, a in [(s.name, padded[s.name])] if n not in fixed}
-    graph = optimize(rep.graph, shapes, fixed)
-    inputs = [s for s in rep.converted.inputs if s.name not in fixed]
-    converted = type(rep.converted)(graph, inputs, rep.converted.outputs, rep.converted.opset)
-    return feeds, IxlBackendRep(converted, args.chip, args.debug, buckets=buckets)
+    return feeds, rep.optimised(feeds, frozenset(args.fixed))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
