@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -481,7 +482,9 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise BadInput(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(  # type: ignore[override]
+            self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None,
+    ) -> tuple[argparse.Namespace, list[str]]:
         given = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(self._negative_values_attached(given), namespace)
 
