@@ -502,6 +502,11 @@ def _apply_gm(core: AICore, effect: Callable[[np.ndarray], object], arg: int, of
     effect(seg.data[start:start + nbytes])
 
 
+# The steps of a trace that act on memory (the rest time the launch): a timing memo applies
+# these alone (memo.py).
+EFFECT_STEPS = (_apply, _apply_gm)
+
+
 def current_core() -> AICore:
     core = getattr(_current, "core", None)
     if core is None:

@@ -51,6 +51,7 @@ tensors (or give up the replay when L2 holds any of them).
 from __future__ import annotations
 
 import enum
+import hashlib
 import threading
 from collections import deque
 from dataclasses import dataclass, fields
@@ -174,6 +175,8 @@ class Phase:
         #   last touched; and when the move that touched it starts
         self.snap_threshold = self.threshold     # the phase's starting lines above it remain
         self.evicted = 0                   # entries of the starting order evicted so far
+        self.points: list[int] = []        # `allocated` at each eviction check (a timing
+        #   memo's fingerprint asks the starting order what it evicts at these points)
         self.next_evicted = self.cum_bytes[0] if len(self.stamps) else float("inf")
         self.dirty_log: deque = deque()    # (mark, segment addr, lines) of the phase's writes
         self.owed = 0.0                    # write-back bytes each core owes so far
@@ -196,6 +199,7 @@ class Phase:
         oldest writes; the dirty bytes among them add to what each core owes HBM (the chip
         writes them back through the bandwidth every core has a share of)."""
         dirty = 0
+        self.points.append(self.allocated)
         pressure = self.allocated * self.line - self.free
         if pressure >= self.next_evicted:
             i = int(np.searchsorted(self.cum_bytes, pressure, side="right"))
@@ -325,6 +329,20 @@ class L2View:
         batch.touched += _count(idx)
         self._last = batch
 
+    def spans(self) -> dict[int, tuple[Segment, int, int]]:
+        """Per segment (by address) its first and past-the-last line that this core's moves
+        of the phase touched."""
+        out: dict = {}
+        for b in self.entries:
+            idx = b.lines()
+            lo, hi = (idx.start, idx.stop) if isinstance(idx, slice) else (int(idx[0]),
+                                                                           int(idx[-1]) + 1)
+            seen = out.get(b.seg.addr)
+            if seen is not None:
+                lo, hi = min(lo, seen[1]), max(hi, seen[2])
+            out[b.seg.addr] = (b.seg, lo, hi)
+        return out
+
     def close(self) -> list[_Batch]:
         """The phase is over: its batches of moves, in the order they opened."""
         self.batches = {}
@@ -448,14 +466,89 @@ class L2Cache:
             return Phase(self, cores, stand_in)
 
     # ---- the end of a phase ----
-    def merge(self, views: list[L2View]) -> None:
-        """Every core's moves of the phase enter L2 in modeled-time order."""
+    def merge(self, views: list[L2View]) -> list[tuple[Segment, slice | np.ndarray, str]]:
+        """Every core's moves of the phase enter L2 in modeled-time order; returns what
+        entered, in that order (segment, lines, kind)."""
         entries = sorted(((b.end, v.core_id, b.seq, b) for v in views for b in v.close()
                           if b.timed), key=lambda t: t[:3])
+        entered = [(b.seg, b.lines(), b.kind) for _, _, _, b in entries]
+        self.enter(entered)
+        return entered
+
+    def enter(self, entered: list[tuple[Segment, slice | np.ndarray, str]]) -> None:
+        """Lines enter L2 in order, as a phase's merge enters them (a timing memo enters a
+        launch's again)."""
         with self._lock:
-            for _, _, _, b in entries:
-                self._apply(b.seg, b.lines(), b.kind)
+            for seg, idx, kind in entered:
+                self._apply(seg, idx, kind)
                 self._evict()           # as it goes: a line re-read after L2 turned over misses
+
+    def checkpoint(self, entering: list[tuple[Segment, slice | np.ndarray, str]]) -> tuple:
+        """What entering these lines can change (the LRU order, the counters, the lines'
+        stamps and dirty bits), to put back with `restore` (a timing memo tries a launch's
+        phases one by one on the L2 they leave)."""
+        hulls: dict = {}
+        for seg, idx, _ in entering:
+            lo, hi = (idx.start, idx.stop) if isinstance(idx, slice) else (int(idx.min()),
+                                                                           int(idx.max()) + 1)
+            seen = hulls.get(seg.addr)
+            hulls[seg.addr] = (seg, lo, hi) if seen is None else (seg, min(lo, seen[1]),
+                                                                  max(hi, seen[2]))
+        lines = []
+        for seg, lo, hi in hulls.values():
+            held = getattr(seg, "l2", None)
+            lines.append((seg, lo, None if held is None else held.stamp[lo:hi].copy(),
+                          None if held is None else held.dirty[lo:hi].copy()))
+        o = self.order
+        return ((o.base, o.head, o.end, o.lines.copy(), o.dirty.copy()),
+                (self.threshold, self.clock, self.resident, self.written_back), lines)
+
+    def restore(self, checkpoint: tuple) -> None:
+        """L2 as it was at `checkpoint`."""
+        order, counters, lines = checkpoint
+        o = self.order
+        o.base, o.head, o.end, o.lines, o.dirty = order
+        self.threshold, self.clock, self.resident, self.written_back = counters
+        for seg, lo, stamp, dirty in lines:
+            if stamp is None:
+                seg.l2 = None
+            else:
+                seg.l2.stamp[lo:lo + len(stamp)] = stamp
+                seg.l2.dirty[lo:lo + len(dirty)] = dirty
+
+    def fingerprint(self, points: np.ndarray, evicted: int,
+                    regions: list[tuple[Segment, slice]]) -> bytes:
+        """What a phase's hits, evictions and write-backs can depend on in the L2 it starts
+        from, for a phase whose eviction checks came at allocation counts `points`
+        (Phase.points), evicting `evicted` of the starting entries in all, and whose moves
+        touched lines within `regions`: how many starting entries had left at each point and
+        the dirty lines among them (what the free room and the LRU order come to there), and
+        per line of the regions its entry's place in the order (-1: not in L2; places from
+        `evicted` on are never reached, so they count as one). A phase of the same moves
+        from two states with one fingerprint gets the same answers, move by move."""
+        with self._lock:
+            order = self.order
+            head = order.head
+            first = order.base + head
+            reach = np.cumsum(order.lines[head:min(head + evicted + 1, order.end)]) * self.line
+            left = np.searchsorted(reach, points * self.line - (self.capacity - self.resident
+                                                                * self.line), side="right")
+            dirty = np.concatenate([[0], np.cumsum(order.dirty[head:head + len(reach)])])
+            digest = hashlib.blake2b(digest_size=16)
+            for part in (np.array([evicted], np.int64), left, dirty[left]):
+                digest.update(part.astype(np.int64).tobytes())
+                digest.update(b"|")
+            for seg, span in regions:
+                lines = getattr(seg, "l2", None)
+                if lines is None:
+                    place = np.full(span.stop - span.start, -1, np.int32)
+                else:
+                    stamps = lines.stamp[span]
+                    place = np.where(stamps > self.threshold,
+                                     np.minimum(stamps - first, evicted), -1).astype(np.int32)
+                digest.update(place.tobytes())
+                digest.update(b"|")
+            return digest.digest()
 
     def _apply(self, seg, idx, kind: str) -> None:
         if kind is BYPASS_READ:

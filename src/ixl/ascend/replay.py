@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .core import GM_MOVE, AICore
+from .core import EFFECT_STEPS, GM_MOVE, AICore
 from .crosscore import FlagBoard
 from .gm import GlobalTensor, Segment
 from .l2 import CacheMode
@@ -62,12 +62,14 @@ class LaunchTrace:
     cores: dict
     keep: object = None
     steps: int = 0
+    memos: list = field(default_factory=list)      # its timing memos, latest used first
 
 
 @dataclass
 class ReplayStats:
     traced: int = 0         # launches traced and kept
     replayed: int = 0       # launches run from a trace
+    memoized: int = 0       # of those, launches whose timing came from a memo (memo.py)
     untraceable: int = 0    # launches traced that could not be kept (why: `reasons`)
     reasons: dict = field(default_factory=dict)
 
@@ -179,8 +181,12 @@ class Replayer(Interleaver):
     """Runs a launch's traces on its cores, interleaved as the kernel's Python would be."""
 
     def __init__(self, cores: list[AICore], trace: LaunchTrace, board: FlagBoard | None,
-                 flag_latency: float, end_phase: Callable[[], None]) -> None:
+                 flag_latency: float, end_phase: Callable[[], None],
+                 effects: list | None = None) -> None:
+        """`effects`, given, gets each effect on memory as it is applied: (step function,
+        the core's run rank, step), what a timing memo applies again (memo.py)."""
         super().__init__(cores, board, flag_latency, [], end_phase)
+        self.effects = effects
         self.cursor = {c.core_id: _Cursor(trace.cores[c.core_id].steps) for c in cores}
         for c in cores:
             c.peaks = dict(trace.cores[c.core_id].peaks)
@@ -227,6 +233,8 @@ class Replayer(Interleaver):
                 return None
             else:
                 op(core, *step[1:])
+                if self.effects is not None and op in EFFECT_STEPS:
+                    self.effects.append((op, core.run_rank, step))
         k.pos = i
         return None
 

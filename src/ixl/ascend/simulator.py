@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import DTypeLike
 
+from . import memo as memos
 from . import memories, replay
 from .chips import ChipSpec
 from .core import AICore, CoreKind, Mode, as_core_id
@@ -31,9 +32,10 @@ from .gm import GlobalMemory, GlobalTensor
 from .host_blas import one_blas_thread
 from .host_gc import collector_paused
 from .l2 import L2Stats, l2_cache
+from .memo import CoreTiming, MemoDraft
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
-from .replay import Replayer, ReplayStats, replay_enabled
+from .replay import LaunchTrace, Replayer, ReplayStats, replay_enabled
 from .sanitizer import debug_checks
 from .schedule import KernelType, Runner, launch_cores, place
 from .timeline import Pipe, PipeStats
@@ -83,13 +85,6 @@ class CoreReport:
         return as_core_id(self.core_id).kind
 
 
-def _frozen(intervals: list) -> list:
-    """A core's busy intervals for its report, as tuples: a model run keeps the reports of
-    every launch, and tuples of floats are left out of the garbage collector's walks (the
-    timeline's own [start, end] lists are not)."""
-    return [tuple(iv) for iv in intervals]
-
-
 @dataclass
 class LaunchRecord:
     kernel: str
@@ -104,6 +99,7 @@ class LaunchRecord:
     # read data back), or "none" (not traced: the first launch of its signature, debug mode,
     # a record or observers, IXL_REPLAY=0)
     replay: str = "none"
+    timing: str = "timed"     # "memo": a replay whose timing came from a timing memo (memo.py)
 
     def of(self, kind: CoreKind) -> list[CoreReport]:
         """The cores of one kind (a mix launch has both)."""
@@ -180,10 +176,16 @@ class SimulatedChip:
     def detach(self, observer: Observer) -> None:
         self.observers.remove(observer)
 
-    def _end_phase(self, cores: list[AICore]) -> None:
+    def _end_phase(self, cores: list[AICore], draft: MemoDraft | None = None) -> None:
         """A phase of the launch is over (a SyncAll, or the end): every core's moves enter L2
-        (l2.py), and the next phase starts from the L2 they leave."""
-        self.l2.merge([c.l2 for c in cores])
+        (l2.py), and the next phase starts from the L2 they leave. `draft`: the timing memo
+        the launch makes (memo.py), which reads L2 as the phase found it."""
+        views = [c.l2 for c in cores]
+        if draft is not None:
+            draft.phase_end(self.l2, views)
+        entered = self.l2.merge(views)
+        if draft is not None:
+            draft.entered(entered)
         phase = self.l2.phase(len(cores))
         for c in cores:
             c.l2_stats.add(c.l2.stats)
@@ -245,11 +247,9 @@ class SimulatedChip:
             o.launch_begin(info)
         if key is not None:
             replay.bind(cores, args)
+        timing = None
         if trace is not None:
-            with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
-                Replayer(cores, trace, board, costs.flag_latency_cycles,
-                         lambda: self._end_phase(cores)).run()
-            self.replay_stats.replayed += 1
+            timing = self._replay(trace, cores, board, costs.flag_latency_cycles)
             replayed = "replayed"
         else:
             for c in cores if key is not None else ():
@@ -264,18 +264,37 @@ class SimulatedChip:
         if left:
             raise KernelTimeout(f"AI Core execution timed out: the launch ended with "
                                 f"cross-core flags set and never waited: {', '.join(left)}")
-        reports = [CoreReport(c.core_id, by_id[c.core_id].blocks, c.timeline.end,
-                              c.timeline.pipe_stats(), c.ub_peak,
-                              recorder.slices[c.core_id] if recorder else [],
-                              recorder.edges[c.core_id] if recorder else [],
-                              _frozen(c.timeline.compute_busy), _frozen(c.timeline.moving()),
-                              dict(c.peaks),
-                              c.l2_stats, tuple(c.bank_conflicts))
-                   for c in sorted(cores, key=lambda c: c.core_id)]
+        reports = []
+        for c in sorted(cores, key=lambda c: c.core_id):
+            t = timing[c.core_id].copy() if timing is not None else CoreTiming.of(c)
+            reports.append(CoreReport(c.core_id, by_id[c.core_id].blocks, t.end, t.pipes,
+                                      c.ub_peak, recorder.slices[c.core_id] if recorder else [],
+                                      recorder.edges[c.core_id] if recorder else [],
+                                      t.compute_busy, t.moving, dict(c.peaks), t.l2,
+                                      t.bank_conflicts))
         record = LaunchRecord(name, block_num, self.chip.clock_mhz,
                               costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
                               self.chip, kind, recorder.cross if recorder else [],
-                              replayed)
+                              replayed, "memo" if timing is not None else "timed")
         for o in observers:
             o.launch_end(record)
         return record
+
+    def _replay(self, trace: LaunchTrace, cores: list[AICore], board: FlagBoard | None,
+                flag_latency: float) -> dict | None:
+        """Run a launch from its trace: from a timing memo where L2 is as one found it (the
+        cores' timing returned), else timed step by step (None; memo.py)."""
+        self.replay_stats.replayed += 1
+        with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
+            memo = memos.take(trace, cores, self.l2)
+            if memo is not None:
+                for c in cores:
+                    c.peaks = dict(trace.cores[c.core_id].peaks)
+                memos.apply(memo, cores)
+                self.replay_stats.memoized += 1
+                return memo.timing
+            draft = MemoDraft(cores, self.l2.line)
+            Replayer(cores, trace, board, flag_latency, lambda: self._end_phase(cores, draft),
+                     draft.effects).run()
+        draft.finish(trace, cores)
+        return None

@@ -44,6 +44,9 @@ class PipeStats:
     nbytes: int = 0
     flops: int = 0          # the Cube's multiply-adds x 2 (PIPE_M only)
 
+    def copy(self) -> PipeStats:
+        return PipeStats(self.busy, self.count, self.nbytes, self.flops)
+
 
 @dataclass
 class Timeline:

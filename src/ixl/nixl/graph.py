@@ -30,6 +30,8 @@ from .record import RunRecord
 from .tensor import DeviceTensor
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .device import Device
     from .tensor_desc import TensorDesc
 
@@ -217,15 +219,19 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
         for name in set(node.inputs):
             consumers[name] = consumers.get(name, 0) + 1
     env: dict = {}
-    owned: set[str] = set()           # tensors this run allocated (freed when dead)
+    # tensors this run allocated (freed when dead), in the order they were made: every walk
+    # over names below goes in the graph's order, so tensors are freed, and memory reused, in
+    # the same order in every process (a set's order follows the string hash's seed, and with
+    # it the addresses of later tensors, hence their L2 lines and modeled times)
+    owned: dict[str, None] = {}
     records: list[RunRecord] = []
 
-    def release_dead(read: set[str], upto: int) -> None:
+    def release_dead(read: Iterable[str], upto: int) -> None:
         for name in read:
             if name and last_use.get(name, -1) <= upto and name not in graph.outputs \
                     and name in owned:
                 env.pop(name).free()
-                owned.discard(name)
+                del owned[name]
 
     try:
         for name, value in {**graph.constants, **feeds}.items():
@@ -233,7 +239,7 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 env[name] = value
             else:
                 env[name] = device.tensor(np.asarray(value), name=name)
-                owned.add(name)
+                owned[name] = None
         i = 0
         while i < len(graph.nodes):
             if in_place(graph, i, last_use):
@@ -245,9 +251,9 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 records.append(record)
                 env[node.outputs[0]] = env[node.inputs[0]]     # the donated tensor itself
                 if node.inputs[0] in owned:                    # fed from the host
-                    owned.discard(node.inputs[0])
-                    owned.add(node.outputs[0])
-                release_dead(set(node.inputs), i)
+                    del owned[node.inputs[0]]
+                    owned[node.outputs[0]] = None
+                release_dead(dict.fromkeys(node.inputs), i)
                 i += 1
                 continue
             if runs_as_graphs(graph.nodes[i]):
@@ -257,8 +263,8 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 records.extend(runs)
                 for name, t in zip(node.outputs, branch_outputs):
                     env[name] = t
-                    owned.add(name)
-                release_dead(set(node.inputs), i)
+                    owned[name] = None
+                release_dead(dict.fromkeys(node.inputs), i)
                 i += 1
                 continue
             chain = find_chain(device, graph, i, env, consumers) if fuse else None
@@ -269,9 +275,9 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 device.stream.append(record)
                 records.append(record)
                 env[chain.nodes[-1].outputs[0]] = out
-                owned.add(chain.nodes[-1].outputs[0])
+                owned[chain.nodes[-1].outputs[0]] = None
                 i += len(chain.nodes)
-                release_dead(set(chain.inputs), i - 1)
+                release_dead(dict.fromkeys(chain.inputs), i - 1)
                 continue
             node = graph.nodes[i]
             args = [env[n] if n else None for n in node.inputs]
@@ -285,10 +291,10 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 name = node.outputs[k] if k < len(node.outputs) else ""
                 if name:
                     env[name] = t
-                    owned.add(name)
+                    owned[name] = None
                 else:               # an optional output nobody asked for
                     t.free()
-            release_dead(set(node.inputs), i)
+            release_dead(dict.fromkeys(node.inputs), i)
             i += 1
     except BaseException:
         for name in owned:
@@ -296,7 +302,7 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 env[name].free()
         raise
     outputs = {name: env[name] for name in graph.outputs}
-    for name in owned - set(graph.outputs):
-        if name in env:
+    for name in owned:
+        if name not in graph.outputs and name in env:
             env[name].free()
     return outputs, GraphRecord(records)

@@ -1,0 +1,121 @@
+"""The timing memo (ascend/memo.py): a replay from an L2 state an earlier replay of the same
+trace started from takes that replay's timing, and its outputs and modeled times are those of
+running the kernel again, launch by launch and pipe by pipe; from any other L2 state it is
+timed again."""
+
+import numpy as np
+
+import ixl
+from ixl.ascend import replay
+from ixl.ascend.l2 import L2Cache
+
+from .test_replay import launch_facts
+
+
+def runs(monkeypatch, replay_on: bool, work) -> list:
+    """`work(dev)` on a fresh device: each launch's outputs, facts, and how it ran."""
+    monkeypatch.setenv("IXL_REPLAY", "1" if replay_on else "0")
+    dev = ixl.device("910B1")
+    out = []
+    for got in work(dev):
+        launch = dev.last_profile.launch
+        out.append((got, launch_facts(dev.last_profile), launch.replay, launch.timing))
+    dev.close()
+    return out
+
+
+def same_with_replay_off(monkeypatch, work) -> list[str]:
+    """Asserts replay on and off agree on every launch's bytes and facts; returns how each
+    launch with replay on was timed."""
+    on, off = runs(monkeypatch, True, work), runs(monkeypatch, False, work)
+    assert len(on) == len(off)
+    for (got_on, facts_on, _, _), (got_off, facts_off, _, timing) in zip(on, off):
+        assert got_on.tobytes() == got_off.tobytes()
+        assert facts_on == facts_off
+        assert timing == "timed"
+    return [timing for *_, timing in on]
+
+
+def exp_fresh_buffers(dev):
+    for seed in range(1, 8):
+        x = dev.tensor(np.random.default_rng(seed).standard_normal((64, 640)).astype(np.float16))
+        y = dev.run("Exp", x)
+        got = y.numpy().copy()
+        np.testing.assert_array_equal(got, np.exp(x.numpy().astype(np.float32))
+                                      .astype(np.float16))
+        x.free()
+        y.free()
+        yield got
+
+
+def test_a_replay_from_the_same_l2_takes_the_memo(monkeypatch):
+    timings = same_with_replay_off(monkeypatch, exp_fresh_buffers)
+    assert timings == ["timed"] * 3 + ["memo"] * 4
+
+
+def exp_warm_and_flushed(dev):
+    """One input read again and again (its lines in L2 by then), L2 flushed twice."""
+    x = dev.tensor(np.random.default_rng(0).standard_normal((256, 1024)).astype(np.float32))
+    for i in range(10):
+        if i in (6, 8):
+            dev.backend.flush_l2()
+        y = dev.run("Exp", x)
+        got = y.numpy().copy()
+        y.free()
+        yield got
+
+
+def test_a_replay_from_another_l2_state_is_timed_again(monkeypatch):
+    timings = same_with_replay_off(monkeypatch, exp_warm_and_flushed)
+    assert "memo" in timings
+    assert "timed" in timings[4:]          # a state no memo started from, after one was kept
+
+
+def split_k_head(dev):
+    """The classifier head 1 x 1280 by 1280 x 4: split-K, its parts summed after a SyncAll
+    (a launch of two phases)."""
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        a = dev.tensor(rng.standard_normal((1, 1280)).astype(np.float32))
+        b = dev.tensor(rng.standard_normal((1280, 4)).astype(np.float32))
+        y = dev.run("MatMul", a, b)
+        got = y.numpy().copy()
+        np.testing.assert_allclose(got, a.numpy() @ b.numpy(), rtol=1e-4, atol=1e-4)
+        for t in (a, b, y):
+            t.free()
+        yield got
+
+
+def test_a_launch_of_several_phases_is_memoised_exactly(monkeypatch):
+    timings = same_with_replay_off(monkeypatch, split_k_head)
+    assert timings[3:] == ["memo"] * 3
+
+
+def test_a_memo_whose_second_phase_does_not_hold_leaves_l2_as_it_was(monkeypatch):
+    """The first phase's lines entered L2 before the second phase's fingerprint was checked:
+    on its mismatch L2 goes back as it was, and the launch is timed from the L2 it found (its
+    facts, and the next launches', agree with replay off)."""
+    restored = []
+    restore = L2Cache.restore
+    monkeypatch.setattr(L2Cache, "restore",
+                        lambda self, saved: (restored.append(1), restore(self, saved)))
+
+    def work(dev):
+        rng = np.random.default_rng(5)
+        a = dev.tensor(rng.standard_normal((1, 1280)).astype(np.float32))
+        b = dev.tensor(rng.standard_normal((1280, 4)).astype(np.float32))
+        for i in range(7):
+            if i == 4 and replay.replay_enabled():
+                spoiled = [m for t in dev.backend.traces._traces.values() for m in t.memos
+                           if len(m.phases) == 2]
+                assert spoiled
+                for memo in spoiled:
+                    memo.phases[1].key = b"not this state"
+            y = dev.run("MatMul", a, b)
+            got = y.numpy().copy()
+            y.free()
+            yield got
+
+    timings = same_with_replay_off(monkeypatch, work)
+    assert timings[3] == "memo" and timings[4] == "timed"
+    assert restored
