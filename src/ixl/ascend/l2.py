@@ -42,10 +42,9 @@ The model:
   middle of [MEMOPT]'s 10-20% [U]) more port time (cores that start at staggered offsets pay
   nothing).
 
-Timeline reuse (a later simulator-speed step may replay one launch's timeline for the next
-launch of the same signature): a launch's time depends on the L2 state it starts from, so a
-replay is exact only from the same state; it must key on the resident lines of the launch's
-tensors (or give up the replay when L2 holds any of them).
+Timing reuse: a launch's time depends on the L2 state it starts from, so a replay may take an
+earlier replay's timing only from a state that gives its moves the same answers
+(`L2Cache.fingerprint`; memo.py).
 """
 
 from __future__ import annotations
@@ -62,6 +61,8 @@ import numpy as np
 from .costs import cost_table
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .chips import ChipSpec
     from .gm import GlobalTensor, Segment
 
@@ -151,6 +152,24 @@ def line_index(base: int, count: int, width: int, pitch: int, outer: int, outer_
     if (idx[1:] > idx[:-1]).all():                # ascending, so distinct: unique's sort is moot
         return idx
     return np.unique(idx)
+
+
+def line_hulls(touched: Iterable[tuple[Segment, slice | np.ndarray | int]]
+               ) -> dict[int, tuple[Segment, int, int]]:
+    """Per segment (by address) the first and past-the-last line of `touched`, pairs of a
+    segment and lines (a slice, an array of line numbers, or one line's number)."""
+    out: dict = {}
+    for seg, idx in touched:
+        if isinstance(idx, slice):
+            lo, hi = idx.start, idx.stop
+        elif isinstance(idx, np.ndarray):
+            lo, hi = int(idx.min()), int(idx.max()) + 1
+        else:
+            lo, hi = int(idx), int(idx) + 1
+        seen = out.get(seg.addr)
+        out[seg.addr] = (seg, lo, hi) if seen is None else (seg, min(lo, seen[1]),
+                                                            max(hi, seen[2]))
+    return out
 
 
 class Phase:
@@ -329,20 +348,6 @@ class L2View:
         batch.touched += _count(idx)
         self._last = batch
 
-    def spans(self) -> dict[int, tuple[Segment, int, int]]:
-        """Per segment (by address) its first and past-the-last line that this core's moves
-        of the phase touched."""
-        out: dict = {}
-        for b in self.entries:
-            idx = b.lines()
-            lo, hi = (idx.start, idx.stop) if isinstance(idx, slice) else (int(idx[0]),
-                                                                           int(idx[-1]) + 1)
-            seen = out.get(b.seg.addr)
-            if seen is not None:
-                lo, hi = min(lo, seen[1]), max(hi, seen[2])
-            out[b.seg.addr] = (b.seg, lo, hi)
-        return out
-
     def close(self) -> list[_Batch]:
         """The phase is over: its batches of moves, in the order they opened."""
         self.batches = {}
@@ -487,15 +492,8 @@ class L2Cache:
         """What entering these lines can change (the LRU order, the counters, the lines'
         stamps and dirty bits), to put back with `restore` (a timing memo tries a launch's
         phases one by one on the L2 they leave)."""
-        hulls: dict = {}
-        for seg, idx, _ in entering:
-            lo, hi = (idx.start, idx.stop) if isinstance(idx, slice) else (int(idx.min()),
-                                                                           int(idx.max()) + 1)
-            seen = hulls.get(seg.addr)
-            hulls[seg.addr] = (seg, lo, hi) if seen is None else (seg, min(lo, seen[1]),
-                                                                  max(hi, seen[2]))
         lines = []
-        for seg, lo, hi in hulls.values():
+        for seg, lo, hi in line_hulls((seg, idx) for seg, idx, _ in entering).values():
             held = getattr(seg, "l2", None)
             lines.append((seg, lo, None if held is None else held.stamp[lo:hi].copy(),
                           None if held is None else held.dirty[lo:hi].copy()))

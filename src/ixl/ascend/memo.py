@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .core import AICore
-from .l2 import L2Cache, L2Stats, L2View
+from .l2 import L2Cache, L2Stats, L2View, line_hulls
 
 if TYPE_CHECKING:
     from .replay import LaunchTrace
@@ -154,10 +154,11 @@ def _enter(memo: TimingMemo, binding: _Binding, cache: L2Cache) -> bool:
             if saved is not None:
                 cache.restore(saved)
             return False
-        entered = binding.entered(phase)
-        if n == 0 and len(memo.phases) > 1:
-            saved = cache.checkpoint([e for p in memo.phases for e in binding.entered(p)])
-        cache.enter(entered)
+        if n == 0:
+            entered = [binding.entered(p) for p in memo.phases]
+            if len(entered) > 1:
+                saved = cache.checkpoint([e for part in entered for e in part])
+        cache.enter(entered[n])
     return True
 
 
@@ -182,12 +183,7 @@ class MemoDraft:
     def phase_end(self, cache: L2Cache, views: list[L2View]) -> None:
         """The phase's regions and fingerprint, from the L2 as it started (nothing of the
         phase entered it yet)."""
-        spans: dict = {}
-        for v in views:
-            for addr, (seg, lo, hi) in v.spans().items():
-                seen = spans.get(addr)
-                spans[addr] = (seg, lo, hi) if seen is None else (seg, min(lo, seen[1]),
-                                                                  max(hi, seen[2]))
+        spans = line_hulls((b.seg, part) for v in views for b in v.entries for part in b.parts)
         if not self.ok or any(addr not in self.first for addr in spans):
             self.ok = False                  # a segment of no argument: not relatable
             return
@@ -210,7 +206,7 @@ class MemoDraft:
         MAX_MEMOS)."""
         if not self.ok or not self.phases:
             return
-        memo = TimingMemo(self.layout, self.phases, self.effects,
-                          {c.core_id: CoreTiming.of(c) for c in cores})
+        memo = TimingMemo(self.layout, self.phases, self.effects,   # its own stats objects:
+                          {c.core_id: CoreTiming.of(c).copy() for c in cores})  # not the report's
         trace.memos.insert(0, memo)
         del trace.memos[MAX_MEMOS:]

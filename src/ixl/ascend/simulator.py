@@ -32,7 +32,6 @@ from .gm import GlobalMemory, GlobalTensor
 from .host_blas import one_blas_thread
 from .host_gc import collector_paused
 from .l2 import L2Stats, l2_cache
-from .memo import CoreTiming, MemoDraft
 from .observe import GmArg, GmRole, LaunchInfo, Observer
 from .record import TimelineRecorder
 from .replay import LaunchTrace, Replayer, ReplayStats, replay_enabled
@@ -176,7 +175,7 @@ class SimulatedChip:
     def detach(self, observer: Observer) -> None:
         self.observers.remove(observer)
 
-    def _end_phase(self, cores: list[AICore], draft: MemoDraft | None = None) -> None:
+    def _end_phase(self, cores: list[AICore], draft: memos.MemoDraft | None = None) -> None:
         """A phase of the launch is over (a SyncAll, or the end): every core's moves enter L2
         (l2.py), and the next phase starts from the L2 they leave. `draft`: the timing memo
         the launch makes (memo.py), which reads L2 as the phase found it."""
@@ -266,7 +265,7 @@ class SimulatedChip:
                                 f"cross-core flags set and never waited: {', '.join(left)}")
         reports = []
         for c in sorted(cores, key=lambda c: c.core_id):
-            t = timing[c.core_id].copy() if timing is not None else CoreTiming.of(c)
+            t = timing[c.core_id].copy() if timing is not None else memos.CoreTiming.of(c)
             reports.append(CoreReport(c.core_id, by_id[c.core_id].blocks, t.end, t.pipes,
                                       c.ub_peak, recorder.slices[c.core_id] if recorder else [],
                                       recorder.edges[c.core_id] if recorder else [],
@@ -293,7 +292,7 @@ class SimulatedChip:
                 memos.apply(memo, cores)
                 self.replay_stats.memoized += 1
                 return memo.timing
-            draft = MemoDraft(cores, self.l2.line)
+            draft = memos.MemoDraft(cores, self.l2.line)
             Replayer(cores, trace, board, flag_latency, lambda: self._end_phase(cores, draft),
                      draft.effects).run()
         draft.finish(trace, cores)
