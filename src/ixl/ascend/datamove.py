@@ -10,6 +10,7 @@ convert or feed the Cube's own buffers (ND2NZ into L1, L1 into the BiasTable) ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -17,6 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 from .cube.params import Nd2NzParams
 from .errors import IllegalInstruction, TruncatedCopy
 from .gm import GlobalTensor
+from .lockstep import lockstep
 from .observe import Access, Rows, Space
 from .pipe import LocalTensor
 from .timeline import Pipe
@@ -76,6 +78,21 @@ def _rows(buf: np.ndarray, start: int, count: int, width: int, pitch: int) -> np
     return as_strided(buf[start:], shape=(count, width), strides=(pitch, 1), writeable=True)
 
 
+@lockstep
+def _copy(local_rows: np.ndarray, count: int, gm_pitch: int, inbound: bool,
+          gm_view: np.ndarray) -> None:
+    """GM rows `gm_pitch` bytes apart to or from `local_rows` (leading axes: cores,
+    lockstep.py)."""
+    width = local_rows.shape[-1]
+    gm_rows = gm_view if count == 1 else \
+        as_strided(gm_view, (*gm_view.shape[:-1], count, width),
+                   (*gm_view.strides[:-1], gm_pitch, 1), writeable=True)
+    if inbound:
+        local_rows[...] = gm_rows
+    else:
+        gm_rows[...] = local_rows
+
+
 def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, width: int,
           ub_pitch: int, gm_pitch: int, what: str, ub_lead: int = 0,
           ub_block: int = 0) -> np.ndarray | None:
@@ -104,14 +121,7 @@ def _move(local: LocalTensor, gm: GlobalTensor, inbound: bool, *, count: int, wi
         local_rows = ub_bytes[ub_lead:]
     else:
         local_rows = _rows(ub_bytes, ub_lead, count, width, ub_pitch)
-
-    def copy(gm_view: np.ndarray) -> None:
-        gm_rows = gm_view if count == 1 else _rows(gm_view, 0, count, width, gm_pitch)
-        if inbound:
-            local_rows[...] = gm_rows
-        else:
-            gm_rows[...] = local_rows
-    core.execute_gm(copy, gm, 0, gm_bytes)
+    core.execute_gm(partial(_copy, local_rows, count, gm_pitch, inbound), gm, 0, gm_bytes)
     rows = None if core.mode.timing_only else ub_bytes
     if core.observers:
         _observe(core, pipe, what, local, gm, inbound, count, width, ub_pitch, gm_pitch, ub_lead,

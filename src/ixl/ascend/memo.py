@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import lockstep
 from .core import AICore
 from .l2 import L2Cache, L2Stats, L2View, line_hulls
 
@@ -75,6 +76,7 @@ class PhaseMemo:
     regions: list          # (argument, first line, past-the-last line) its moves touched
     key: bytes             # the fingerprint of the L2 it started from
     entered: list = field(default_factory=list)   # (argument, lines, kind) it entered L2 with
+    effects: int = 0       # the launch's effects applied by its end
 
 
 @dataclass
@@ -83,6 +85,8 @@ class TimingMemo:
     phases: list           # PhaseMemo, in order
     effects: list          # (step function, core's run rank, step), in the order applied
     timing: dict           # core id -> CoreTiming
+    in_lockstep: lockstep.LockstepPlan | None = None   # its effects in lockstep (lockstep.py),
+    planned: bool = False                              # planned at its first use
 
 
 def _layout(bound: list, line: int) -> tuple[tuple, dict] | None:
@@ -162,8 +166,14 @@ def _enter(memo: TimingMemo, binding: _Binding, cache: L2Cache) -> bool:
     return True
 
 
-def apply(memo: TimingMemo, cores: list[AICore]) -> None:
-    """The memo's effects on memory, in the order the timed replay applied them."""
+def apply(memo: TimingMemo, cores: list[AICore], trace: LaunchTrace) -> None:
+    """The memo's effects on memory: in lockstep where its cores' effects allow it (planned at
+    its first use), else in the order the timed replay applied them."""
+    if not memo.planned:
+        memo.in_lockstep, memo.planned = lockstep.plan(memo, trace, cores), True
+    if memo.in_lockstep is not None:
+        memo.in_lockstep.apply(cores)
+        return
     for op, rank, step in memo.effects:
         op(cores[rank], *step[1:])
 
@@ -193,7 +203,8 @@ class MemoDraft:
         rel = [(self.first[seg.addr][0], lo - self.first[seg.addr][1],
                 hi - self.first[seg.addr][1]) for seg, lo, hi in spans.values()]
         self.phases.append(PhaseMemo(points, evicted, rel,
-                                     cache.fingerprint(points, evicted, regions)))
+                                     cache.fingerprint(points, evicted, regions),
+                                     effects=len(self.effects)))
 
     def entered(self, entered: list) -> None:
         if self.ok:

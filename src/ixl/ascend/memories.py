@@ -6,6 +6,10 @@ traces live together: a device takes a set when it is made and gives it back whe
 closed or dropped; the next device of that chip takes it zeroed, as a fresh chip's, with the
 traces still good for it. So a model run on a fresh device each time (the ONNX backend's
 runs) replays the launches an earlier run traced.
+
+A memory of each kind of core is one row of a [cores, bytes] array of the chip's cores of that
+kind (`stack`): core n's UB is row n of the vector cores' UB stack, and so on. One numpy
+operation over a strided view of a stack then acts on several cores at once (lockstep.py).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import threading
 import numpy as np
 
 from .chips import ChipSpec
-from .core import CoreId, memory_bytes
+from .core import CoreId, CoreKind, memory_bytes
+from .observe import Space
 from .replay import TraceCache
 
 
@@ -25,20 +30,28 @@ class CoreMemories:
     def __init__(self, chip: ChipSpec) -> None:
         self.chip = chip
         self.by_core: dict[int, dict] = {}
+        self.stacks: dict[tuple[CoreKind, Space], np.ndarray] = {}
         self.traces = TraceCache()
 
     def of(self, core_id: CoreId) -> dict:
         mem = self.by_core.get(core_id)
         if mem is None:
-            mem = self.by_core[core_id] = {
-                sp: np.zeros(memory_bytes(self.chip, sp), np.uint8)
-                for sp in core_id.kind.spaces}
+            mem = self.by_core[core_id] = {sp: self.stack(core_id.kind, sp)[core_id.index]
+                                           for sp in core_id.kind.spaces}
         return mem
 
+    def stack(self, kind: CoreKind, space: Space) -> np.ndarray:
+        """The `space` memories of every core of `kind`, one row each (made at first use)."""
+        stack = self.stacks.get((kind, space))
+        if stack is None:
+            cores = self.chip.aic_cores if kind is CoreKind.AIC else self.chip.aiv_cores
+            stack = self.stacks[(kind, space)] = np.zeros(
+                (cores, memory_bytes(self.chip, space)), np.uint8)
+        return stack
+
     def zero(self) -> None:
-        for mem in self.by_core.values():
-            for array in mem.values():
-                array.fill(0)
+        for stack in self.stacks.values():
+            stack.fill(0)
 
 
 _lock = threading.Lock()

@@ -63,6 +63,7 @@ class LaunchTrace:
     keep: object = None
     steps: int = 0
     memos: list = field(default_factory=list)      # its timing memos, latest used first
+    joints: dict = field(default_factory=dict)     # its cores' effects in lockstep (lockstep.py)
 
 
 @dataclass

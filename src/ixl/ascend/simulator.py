@@ -15,7 +15,8 @@ import random
 import threading
 import weakref
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -190,6 +191,14 @@ class SimulatedChip:
             c.l2_stats.add(c.l2.stats)
             c.l2 = phase.view(c.core_id)
 
+    @contextmanager
+    def host_settings(self) -> Iterator[None]:
+        """What each launch holds (the host's BLAS on one thread, the garbage collector
+        paused), held across the launches inside: setting and restoring them once a launch
+        cost about 1 ms, a tenth of a decode step's host time."""
+        with one_blas_thread(), collector_paused():
+            yield
+
     def close(self) -> None:
         """The device is done: its memories (and their traces) go to the next one."""
         self._release()
@@ -289,7 +298,7 @@ class SimulatedChip:
             if memo is not None:
                 for c in cores:
                     c.peaks = dict(trace.cores[c.core_id].peaks)
-                memos.apply(memo, cores)
+                memos.apply(memo, cores, trace)
                 self.replay_stats.memoized += 1
                 return memo.timing
             draft = memos.MemoDraft(cores, self.l2.line)

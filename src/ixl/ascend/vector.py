@@ -23,6 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from .errors import AicoreOutOfBound, IllegalInstruction
+from .lockstep import lockstep
 from .pipe import LocalTensor
 from .timeline import Pipe
 from .ubbanks import Operand
@@ -195,9 +196,7 @@ def _strided_effect(operands, idx, mask, repeat: int, lanes: int, compute):
                                     offset=t.offset, strides=tuple(s * t.itemsize for s in steps))
                          for (t, *_), (shape, steps) in zip(operands, full)]
 
-        def store() -> None:
-            dst[...] = compute(*sources)
-        return store
+        return partial(_store, dst, compute, *sources)
     whole = first.view()
     gathered = [(t.view(), i) for (t, *_), i in zip(operands[1:], idx[1:])]
 
@@ -310,7 +309,7 @@ def _unary(op: str, fn, allowed=_FLOAT):
         _check_dtype(op, dst, allowed)
         _check_dtype(op, src, allowed)
         _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
-                     lambda x: fn(x, _compute_dtype(dst.dtype)))
+                     partial(_in_dtype, fn, _compute_dtype(dst.dtype)))
     instr.__name__ = op
     instr.__doc__ = f"{op}(dst, src, count) or {op}(dst, src, mask, repeat_times, params)"
     return instr
@@ -350,8 +349,36 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
         core.observe(Pipe.V, op, *_strided_operands(used, idx))
 
 
+@lockstep
 def _store(out: np.ndarray, compute, *sources) -> None:
+    """out = compute(sources): element by element, so on a stack of cores' views too when
+    `compute` is one of the exact functions (lockstep.py)."""
     out[...] = compute(*sources)
+
+
+@lockstep
+def _in_dtype(fn, cd: np.dtype, x: np.ndarray) -> np.ndarray:
+    return fn(x, cd)
+
+
+@lockstep
+def _with_scalar(fn, s, cd: np.dtype, x: np.ndarray) -> np.ndarray:
+    return fn(x, s, dtype=cd, casting="unsafe")
+
+
+@lockstep
+def _filled(value, dtype: np.dtype, x: np.ndarray) -> np.ndarray:
+    return np.full(x.shape, value, dtype)
+
+
+@lockstep
+def _unchanged(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+@lockstep
+def _rounded(dtype: np.dtype, mode: RoundMode, x: np.ndarray) -> np.ndarray:
+    return round_to(x, dtype, mode)
 
 
 def _scalar_op(op: str, fn, allowed=_ARITH):
@@ -362,7 +389,7 @@ def _scalar_op(op: str, fn, allowed=_ARITH):
         cd = _compute_dtype(dst.dtype)
         s = cd.type(dst.dtype.type(scalar))   # the scalar register holds a T
         _apply_unary(op, dst, src, count_or_mask, repeat_times, params,
-                     lambda x: fn(x, s, dtype=cd, casting="unsafe"))
+                     partial(_with_scalar, fn, s, cd))
     instr.__name__ = op
     instr.__doc__ = (f"{op}(dst, src, scalar, count) or "
                      f"{op}(dst, src, scalar, mask, repeat_times, params)")
@@ -376,16 +403,19 @@ def _float_fn(ufunc):
     return fn
 
 
+@lockstep
 def _rsqrt(x, cd):
     with np.errstate(all="ignore"):
         return cd.type(1) / np.sqrt(x, dtype=cd)
 
 
+@lockstep
 def _reciprocal(x, cd):
     with np.errstate(all="ignore"):
         return np.divide(cd.type(1), x, dtype=cd)
 
 
+@lockstep
 def _divide(a, b, **kw):
     with np.errstate(all="ignore"):
         return np.divide(a, b, **kw)
@@ -405,11 +435,12 @@ mins = _scalar_op("mins", np.minimum)
 
 exp = _unary("exp", _float_fn(np.exp))
 ln = _unary("ln", _float_fn(np.log))
-sqrt = _unary("sqrt", _float_fn(np.sqrt))
-abs = _unary("abs", _float_fn(np.abs))  # noqa: A001 - Ascend C's name
+sqrt = _unary("sqrt", lockstep(_float_fn(np.sqrt)))      # correctly rounded: exact
+abs = _unary("abs", lockstep(_float_fn(np.abs)))  # noqa: A001 - Ascend C's name
 reciprocal = _unary("reciprocal", _reciprocal)
 rsqrt = _unary("rsqrt", _rsqrt)
-relu = _unary("relu", lambda x, cd: np.maximum(x, cd.type(0), dtype=cd), _FLOAT | {I32})
+relu = _unary("relu", lockstep(lambda x, cd: np.maximum(x, cd.type(0), dtype=cd)),
+               _FLOAT | {I32})
 
 
 def duplicate(dst: LocalTensor, scalar: float, count_or_mask: CountOrMask,
@@ -420,7 +451,7 @@ def duplicate(dst: LocalTensor, scalar: float, count_or_mask: CountOrMask,
     value = dst.dtype.type(scalar)
     params = UnaryRepeatParams(dst_blk_stride, 1, dst_rep_stride, 0)
     _apply_unary("duplicate", dst, dst, count_or_mask, repeat_times, params,
-                 lambda x: np.full(x.shape, value, dst.dtype), reads_src=False)
+                 partial(_filled, value, dst.dtype), reads_src=False)
 
 
 # ---------------------------------------------------------------- cast
@@ -506,7 +537,7 @@ def cast(dst: LocalTensor, src: LocalTensor, round_mode: RoundMode, count_or_mas
             f"(allowed: {', '.join(sorted(m.name for m in allowed))})")
     exact_widen = round_mode is RoundMode.CAST_NONE and dst.itemsize >= src.itemsize \
         and dst.dtype.kind == "f"
-    compute = (lambda x: x) if exact_widen else (lambda x: round_to(x, dst.dtype, round_mode))
+    compute = _unchanged if exact_widen else partial(_rounded, dst.dtype, round_mode)
     _apply_unary("cast", dst, src, count_or_mask, repeat_times, params, compute)
 
 

@@ -15,6 +15,7 @@ from the backend's package.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
@@ -49,6 +50,11 @@ class Backend(Protocol):
     def host_copy_us(self, nbytes: int) -> float: ...
 
     def flush_l2(self) -> None: ...
+
+    def host_settings(self) -> AbstractContextManager[None]:
+        """The host's settings for simulation held across many launches (a graph run), so
+        that each launch does not set and restore them."""
+        ...
 
     def close(self) -> None: ...
 

@@ -279,7 +279,8 @@ class Device:
                            f"device tensor, got {type(feeds).__name__}")
         with self._lock:
             self._check_open()
-            outputs, self.last_graph = run_graph(self, graph, feeds, fuse)
+            with self.backend.host_settings():
+                outputs, self.last_graph = run_graph(self, graph, feeds, fuse)
             return outputs
 
     def flush_l2(self) -> None:

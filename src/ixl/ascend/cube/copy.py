@@ -21,6 +21,7 @@ from ...intmath import ceil_div, round_up
 from ..datamove import DataCopyParams
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
+from ..lockstep import lockstep, strided_rows
 from ..observe import Access, Rows, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
@@ -83,17 +84,23 @@ def _nd2nz(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams) -> None:
                  aligned=aligned, outer=p.nd_num, outer_pitch=src_mat)
     out = strided(dst, dst.dtype, (p.nd_num, p.n_value, blocks, blk),
                   (dst_mat, dst_row, dst_col, 1))
-
-    def nd2nz(gm_bytes: np.ndarray) -> None:
-        rows = strided(gm_bytes, gm_bytes.dtype, (p.nd_num, p.n_value, row),
-                       (src_mat, src_row, 1))
-        padded = np.zeros((p.nd_num, p.n_value, blocks * blk), np.uint8)
-        padded[..., :row] = rows
-        out[...] = padded.reshape(p.nd_num, p.n_value, blocks, blk)
-    core.execute_gm(nd2nz, gm, 0, src)
+    core.execute_gm(partial(_nd2nz_rows, out, row, src_mat, src_row), gm, 0, src)
     if core.observers:
         reads, writes = _nd2nz_accesses(l1, gm, p, isz, blk)
         core.observe(Pipe.MTE2, "data_copy", reads, writes, nbytes)
+
+
+@lockstep
+def _nd2nz_rows(out: np.ndarray, row: int, src_mat: int, src_row: int,
+                gm_bytes: np.ndarray) -> None:
+    """GM rows of `row` bytes into `out` (matrices, rows, C0 blocks, block bytes), each row
+    zero-padded to whole blocks (leading axes: cores, lockstep.py)."""
+    lead = out.shape[:-4]
+    nd_num, n_value, blocks, blk = out.shape[-4:]
+    rows = strided_rows(gm_bytes, gm_bytes.dtype, (nd_num, n_value, row), (src_mat, src_row, 1))
+    padded = np.zeros((*lead, nd_num, n_value, blocks * blk), np.uint8)
+    padded[..., :row] = rows
+    out[...] = padded.reshape(out.shape)
 
 
 def _nd2nz_accesses(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams, isz: int, blk: int):

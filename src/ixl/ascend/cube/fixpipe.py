@@ -26,6 +26,7 @@ import numpy as np
 from ...intmath import ceil_div
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
+from ..lockstep import lockstep
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
@@ -123,9 +124,7 @@ def fixpipe(dst: Any, src: LocalTensor, params: FixpipeParamsV220,
         cycles = core.costs.fixpipe_local(nbytes, "L1")
         core.issue(Pipe.FIX, what, cycles)
 
-    def drain(out: np.ndarray) -> None:
-        out.view(dst.dtype)[d_off] = convert(sview[s_off], p.quant_pre, words, p.relu_en,
-                                             dst.dtype)
+    drain = partial(_drain, sview, s_off, d_off, p.quant_pre, words, p.relu_en, dst.dtype)
     if to_gm:
         core.execute_gm(drain, dst, 0, dview)
     else:
@@ -214,6 +213,16 @@ def _dst_offsets(nz2nd, nd_num, m, n, dst_stride, dst_nd_stride, isz, split, blk
     else:
         offs = kb * block + j * FRACTAL + col
     return np.broadcast_to(offs, (m, n)).astype(np.int64)
+
+
+@lockstep
+def _drain(src: np.ndarray, s_off: np.ndarray, d_off: np.ndarray, mode: QuantMode,
+           words: np.ndarray, relu: bool, dtype: np.dtype, out: np.ndarray) -> None:
+    """L0C elements `s_off` converted into elements `d_off` of `out` (bytes) (leading axes:
+    cores, lockstep.py)."""
+    if words.ndim > 1:            # per-column words from each core's Fixpipe buffer
+        words = words.reshape(*words.shape[:-1], *(1,) * (s_off.ndim - 1), words.shape[-1])
+    out.view(dtype)[..., d_off] = convert(src[..., s_off], mode, words, relu, dtype)
 
 
 def convert(values: np.ndarray, mode: QuantMode, words: np.ndarray, relu: bool,

@@ -19,6 +19,7 @@ import numpy as np
 from ...intmath import round_up
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
+from ..lockstep import lockstep
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
@@ -297,20 +298,23 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
                      tuple(writes), nbytes)
 
 
+@lockstep
 def _load_fractals(dst: np.ndarray, dst_frac: np.ndarray, src_frac: np.ndarray, frac: int,
                    transpose: bool, src: np.ndarray) -> None:
     """Fractals of `frac` bytes from `src` (bytes) into rows of `dst`, each transposed as a
-    16 x 16 square of 16-bit elements when `transpose`."""
-    data = src.reshape(-1, frac)[src_frac]
+    16 x 16 square of 16-bit elements when `transpose` (leading axes: cores, lockstep.py)."""
+    lead = src.shape[:-1]
+    data = src.reshape(*lead, -1, frac)[..., src_frac, :]
     if transpose:
         n = len(src_frac)
-        data = data.view(np.uint16).reshape(n, 16, 16).transpose(0, 2, 1).reshape(n, -1) \
-            .view(np.uint8)
-    dst[dst_frac] = data
+        data = data.view(np.uint16).reshape(*lead, n, 16, 16).swapaxes(-1, -2) \
+            .reshape(*lead, n, -1).view(np.uint8)
+    dst[..., dst_frac, :] = data
 
 
+@lockstep
 def _land(fractals: np.ndarray, squares: np.ndarray, order: np.ndarray) -> None:
-    fractals[...] = squares[:, order].reshape(fractals.shape)
+    fractals[...] = squares[..., order].reshape(fractals.shape)
 
 
 def _img2col(dst: np.ndarray, dst_at: np.ndarray, src: np.ndarray, src_at: np.ndarray,
