@@ -17,6 +17,7 @@ import numpy as np
 
 from ...intmath import round_up
 from ..errors import IllegalInstruction
+from ..lockstep import lockstep
 from ..observe import Access, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
@@ -143,33 +144,49 @@ def mmad(dst: LocalTensor, a: LocalTensor, b: LocalTensor, bias_or_params: Any,
         unit_flags.signal(core, Pipe.M, dst.offset, flag)
 
 
+@lockstep
 def _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32, round_even):
-    """The numbers: A from ZZ (or ND for a GEMV), B from ZN, C to NZ (16 x 16 fractals)."""
+    """The numbers: A from ZZ (or ND for a GEMV), B from ZN, C to NZ (16 x 16 fractals);
+    leading axes: cores (lockstep.py), each core's product its own host call."""
+    lead = cv.shape[:-1]
+    axes = tuple(range(len(lead)))
     if gemv:
-        amat = av[:k].reshape(1, k)
+        amat = av[..., :k].reshape(*lead, 1, k)
     else:
-        amat = av.reshape(mp // FRACTAL, kp // c0, FRACTAL, c0).swapaxes(1, 2) \
-            .reshape(mp, kp)[:m, :k]
+        amat = av.reshape(*lead, mp // FRACTAL, kp // c0, FRACTAL, c0).swapaxes(-3, -2) \
+            .reshape(*lead, mp, kp)[..., :m, :k]
     np_ = round_up(n, FRACTAL)
-    bmat = bv.reshape(-1, np_ // FRACTAL, FRACTAL, c0).transpose(0, 3, 1, 2) \
-        .reshape(-1, np_)[:k, :n]
+    w = len(lead)
+    bmat = bv.reshape(*lead, -1, np_ // FRACTAL, FRACTAL, c0) \
+        .transpose(*axes, w, w + 3, w + 1, w + 2).reshape(*lead, -1, np_)[..., :k, :n]
     integer = cv.dtype == I32
     wide = np.int64 if integer else np.float32
     amat, bmat = amat.astype(wide), bmat.astype(wide)
     if hf32:
         amat, bmat = to_hf32(amat, round_even), to_hf32(bmat, round_even)
-    prod = amat @ bmat
-    cnz = cv.reshape(np_ // FRACTAL, mp, FRACTAL)          # (column block, row, column)
-    cmat = cnz.transpose(1, 0, 2).reshape(mp, np_)[:m, :n]
+    prod = _products(amat, bmat)
+    cnz = cv.reshape(*lead, np_ // FRACTAL, mp, FRACTAL)    # (column block, row, column)
+    cmat = cnz.swapaxes(-3, -2).reshape(*lead, mp, np_)[..., :m, :n]
     if accumulate:
         prod = prod + cmat.astype(wide)
     elif biasv is not None:
-        prod = prod + biasv[None, :].astype(wide)
+        prod = prod + biasv[..., None, :].astype(wide)
     if integer:
         prod = np.clip(prod, np.iinfo(np.int32).min, np.iinfo(np.int32).max)
-    out = cnz.transpose(1, 0, 2).reshape(mp, np_).copy()
-    out[:m, :n] = prod
-    cnz[...] = out.reshape(mp, np_ // FRACTAL, FRACTAL).transpose(1, 0, 2)
+    out = cnz.swapaxes(-3, -2).reshape(*lead, mp, np_).copy()
+    out[..., :m, :n] = prod
+    cnz[...] = out.reshape(*lead, mp, np_ // FRACTAL, FRACTAL).swapaxes(-3, -2)
+
+
+def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b, one host call per leading index: each core's product is the call it makes alone
+    (a stacked matmul could take another path through the host's BLAS)."""
+    if a.ndim == 2:
+        return a @ b
+    out = np.empty((*a.shape[:-1], b.shape[-1]), a.dtype)
+    for i in np.ndindex(a.shape[:-2]):
+        out[i] = a[i] @ b[i]
+    return out
 
 
 def _accesses(dst, a, b, bias, m, n, k, kp, mp, c0, gemv, accumulate):
