@@ -2,6 +2,7 @@
 numpy call over the stack of their memories, where the order of GM's bytes allows it; outputs
 and modeled times stay those of running the kernel again."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -84,6 +85,7 @@ def launches(op, shapes, dtype, runs=6):
 
 @pytest.mark.parametrize("op, shapes, dtype", [
     ("MatMul", [(256, 512), (512, 384)], np.float16),     # many AIC, tiles on a grid
+    ("MatMul", [(64, 576), (576, 192)], ml_dtypes.bfloat16),   # a dtype numpy has no name for
     ("MatMul", [(1, 576), (576, 1536)], np.float32),      # a decode GEMV
     ("MatMul", [(1, 1280), (1280, 4)], np.float32),       # split-K: two phases
     ("Add", [(96, 4096), (96, 4096)], np.float32),        # every AIV

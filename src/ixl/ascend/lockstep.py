@@ -95,7 +95,7 @@ def _memory_of(core: AICore, value: np.ndarray) -> _Arg | None:
         if isinstance(stack, np.ndarray) and stack.ndim == 2 and stack.shape[1] == row.nbytes:
             at = ptr - stack.__array_interface__["data"][0]
             if 0 <= at < stack.nbytes:
-                return _Arg((_MEMORY, space, value.shape, value.strides, value.dtype.str),
+                return _Arg((_MEMORY, space, value.shape, value.strides, value.dtype),
                             stack, value, at)
     return None
 
@@ -108,7 +108,7 @@ def _describe(core: AICore, value: object) -> _Arg | None:
         if found is not None:
             return found
         digest = hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16)
-        return _Arg((_VALUE, value.shape, value.dtype.str, digest.digest()), value=value)
+        return _Arg((_VALUE, value.shape, value.dtype, digest.digest()), value=value)
     if isinstance(value, functools.partial):
         if value.func not in LOCKSTEP:
             return None
