@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 from .cube.params import Nd2NzParams
 from .errors import IllegalInstruction, TruncatedCopy
 from .gm import GlobalTensor
-from .lockstep import lockstep
+from .lockstep import lead_strided, lockstep
 from .observe import Access, Rows, Space
 from .pipe import LocalTensor
 from .timeline import Pipe
@@ -83,10 +83,8 @@ def _copy(local_rows: np.ndarray, count: int, gm_pitch: int, inbound: bool,
           gm_view: np.ndarray) -> None:
     """GM rows `gm_pitch` bytes apart to or from `local_rows` (leading axes: cores,
     lockstep.py)."""
-    width = local_rows.shape[-1]
     gm_rows = gm_view if count == 1 else \
-        as_strided(gm_view, (*gm_view.shape[:-1], count, width),
-                   (*gm_view.strides[:-1], gm_pitch, 1), writeable=True)
+        lead_strided(gm_view, (count, local_rows.shape[-1]), (gm_pitch, 1))
     if inbound:
         local_rows[...] = gm_rows
     else:

@@ -58,16 +58,13 @@ for _fn in (np.copyto, np.add, np.subtract, np.multiply, np.maximum, np.minimum)
     lockstep(_fn)
 
 
-def strided_rows(buf: np.ndarray, dtype: np.dtype, shape: tuple[int, ...],
-                 strides: tuple[int, ...], offset: int = 0) -> np.ndarray:
-    """cube.operands.strided of every row of `buf` (uint8 bytes, its last axis contiguous):
-    the same view with `buf`'s leading axes in front."""
+def lead_strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]
+                 ) -> np.ndarray:
+    """A strided view of `buf`'s last axis from its start, behind `buf`'s leading axes: one
+    core's view as before, or every core's in a lockstep call."""
     if buf.ndim == 1:
-        return np.ndarray(shape, dtype, buf, offset, strides)
-    size = np.dtype(dtype).itemsize
-    rows = buf[..., offset:]
-    rows = rows[..., :rows.shape[-1] // size * size].view(dtype)
-    return as_strided(rows, rows.shape[:-1] + shape, rows.strides[:-1] + strides,
+        return np.ndarray(shape, buf.dtype, buf, 0, strides)    # cheaper than as_strided
+    return as_strided(buf, (*buf.shape[:-1], *shape), (*buf.strides[:-1], *strides),
                       writeable=True)
 
 
@@ -172,11 +169,10 @@ def _grid(offsets: np.ndarray) -> tuple[tuple, np.ndarray] | None:
 @dataclass
 class LockstepPlan:
     """What a memo's apply runs: joint effects and single cores' own ones, in an order that
-    keeps each core's; `joint` and `alone` count them (how many calls lockstep saved)."""
+    keeps each core's; `joint` counts the joint ones."""
 
     steps: list          # _Joint, or (op, core rank, step)
     joint: int = 0
-    alone: int = 0
 
     def apply(self, cores: list[AICore]) -> None:
         bound = cores[0].gm_bound
@@ -206,7 +202,6 @@ def plan(memo: TimingMemo, trace: LaunchTrace, cores: list[AICore]) -> LockstepP
             _plan_phase(out, effects, cores, trace.joints)
         else:
             out.steps.extend(effects)
-            out.alone += len(effects)
         lo = hi
     return out if out.joint else None
 
@@ -262,7 +257,6 @@ def _plan_group(out: LockstepPlan, ranks: list[int], effects: list[list], cores:
             out.joint += 1
         else:
             out.steps.extend((op, r, s) for r, (op, s) in zip(ranks, column))
-            out.alone += len(column)
 
 
 def _joint(steps: list, ranks: list[int], cores: list[AICore]) -> _Joint | None:
@@ -311,11 +305,7 @@ def _stacked(arg: _Arg, sizes: tuple, lead: np.ndarray) -> np.ndarray:
     """A memory view of every core of the group: the cores' axes (`sizes`, `lead` bytes
     apart in the stack) in front of the first core's view."""
     _, _, shape, strides, dtype = arg.key
-    assert arg.stack is not None
-    flat = arg.stack.reshape(-1)[arg.at:]
-    size = np.dtype(dtype).itemsize
-    base = flat[:flat.size // size * size].view(dtype)
-    return as_strided(base, (*sizes, *shape), (*map(int, lead), *strides), writeable=True)
+    return np.ndarray((*sizes, *shape), dtype, arg.stack, arg.at, (*map(int, lead), *strides))
 
 
 def _touches(memo: TimingMemo, trace: LaunchTrace, cores: list[AICore]) -> list | None:

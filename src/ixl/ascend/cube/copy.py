@@ -21,7 +21,7 @@ from ...intmath import ceil_div, round_up
 from ..datamove import DataCopyParams
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
-from ..lockstep import lockstep, strided_rows
+from ..lockstep import lead_strided, lockstep
 from ..observe import Access, Rows, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
@@ -97,7 +97,7 @@ def _nd2nz_rows(out: np.ndarray, row: int, src_mat: int, src_row: int,
     zero-padded to whole blocks (leading axes: cores, lockstep.py)."""
     lead = out.shape[:-4]
     nd_num, n_value, blocks, blk = out.shape[-4:]
-    rows = strided_rows(gm_bytes, gm_bytes.dtype, (nd_num, n_value, row), (src_mat, src_row, 1))
+    rows = lead_strided(gm_bytes, (nd_num, n_value, row), (src_mat, src_row, 1))
     padded = np.zeros((*lead, nd_num, n_value, blocks * blk), np.uint8)
     padded[..., :row] = rows
     out[...] = padded.reshape(out.shape)
