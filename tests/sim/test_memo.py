@@ -6,7 +6,8 @@ timed again."""
 import numpy as np
 
 from ixl.ascend import replay
-from ixl.ascend.l2 import L2Cache
+from ixl.ascend.gm import Segment
+from ixl.ascend.l2 import READ, WRITE, CacheMode, L2Cache
 
 from .test_replay import launch_facts, untraced_device
 
@@ -118,3 +119,61 @@ def test_a_memo_whose_second_phase_does_not_hold_leaves_l2_as_it_was(monkeypatch
     timings = same_with_replay_off(monkeypatch, work)
     assert timings[3] == "memo" and timings[4] == "timed"
     assert restored
+
+
+MB = 1 << 20
+STEP = 64 * 1024
+
+
+def _stream(cache: L2Cache, seg) -> tuple[list, np.ndarray, int]:
+    """A phase of one core reading all of `seg` in 64 KB moves: each move's answers, and the
+    phase's eviction checks and how many starting entries they evicted."""
+    from ixl.ascend.replay import _Window
+
+    phase = cache.phase(1)
+    view = phase.view(0)
+    window = _Window(seg, seg.addr, CacheMode.NORMAL)
+    answers = []
+    for i, off in enumerate(range(0, seg.nbytes, STEP)):
+        answers.append(view.access(window, off, 1, STEP, STEP, ready=float(i)))
+        view.timed(float(i + 1), 0.0)
+    return answers, np.array(phase.points, np.int64), phase.evicted
+
+
+def _state(batches: int, dirty: bool = False, resident: int = 0):
+    """A 1 MB L2 holding 768 KB of a filler entered in `batches` entries (written, when
+    `dirty`), and the first `resident` bytes of the segment a phase then streams."""
+    filler, streamed = (Segment(a, MB, np.zeros(MB, np.uint8)) for a in (0, 1 << 30))
+    cache = L2Cache(MB, 128, 0.15)
+    lines = 768 * 1024 // 128
+    cut = np.linspace(0, lines, batches + 1).astype(int)
+    cache.enter([(filler, slice(int(lo), int(hi)), WRITE if dirty else READ)
+                 for lo, hi in zip(cut[:-1], cut[1:])])
+    if resident:
+        cache.enter([(streamed, slice(0, resident // 128), READ)])
+    return cache, streamed
+
+
+def test_the_fingerprint_holds_what_a_phase_meets_not_where_evicted_entries_begin():
+    """A phase that evicts everything L2 held meets the same answers whether those lines
+    were one entry of the LRU order or three: one fingerprint (the memo of one is exact for
+    the other); dirty lines among them, or a line of the phase already resident, change the
+    answers and the fingerprint."""
+    base, seg = _state(1)
+    answers, points, evicted = _stream(base, seg)
+    regions = [(seg, slice(0, MB // 128))]
+
+    def print_of(**state) -> bytes:
+        cache, streamed = _state(**state)
+        return cache.fingerprint(points, evicted, [(streamed, regions[0][1])])
+
+    def answers_of(**state) -> list:
+        return _stream(*_state(**state))[0]
+
+    key = print_of(batches=1)
+    assert print_of(batches=3) == key
+    assert answers_of(batches=3) == answers
+    assert print_of(batches=1, dirty=True) != key
+    assert answers_of(batches=1, dirty=True) != answers
+    assert print_of(batches=1, resident=STEP) != key
+    assert answers_of(batches=1, resident=STEP) != answers

@@ -518,34 +518,42 @@ class L2Cache:
                     regions: list[tuple[Segment, slice]]) -> bytes:
         """What a phase's hits, evictions and write-backs can depend on in the L2 it starts
         from, for a phase whose eviction checks came at allocation counts `points`
-        (Phase.points), evicting `evicted` of the starting entries in all, and whose moves
-        touched lines within `regions`: how many starting entries had left at each point and
-        the dirty lines among them (what the free room and the LRU order come to there), and
-        per line of the regions its entry's place in the order (-1: not in L2; places from
-        `evicted` on are never reached, so they count as one). A phase of the same moves
-        from two states with one fingerprint gets the same answers, move by move."""
+        (Phase.points; `evicted`: how many starting entries they evicted from the state the
+        phase was timed from, where to start looking) and whose moves touched lines within
+        `regions`. The starting order meets the phase only at those checks: the k-th evicts
+        the oldest entries up to `left[k]`, writing back the dirty lines among them, and a
+        starting line stays resident while its entry's place in the order is at least
+        `left[k]`. So the fingerprint holds the dirty lines the checks have evicted, check by
+        check, and per line of the regions how many checks it stays resident through (-1:
+        not in L2); not where the entries they evict begin and end. A phase of the same
+        moves from two states with one fingerprint gets the same answers, move by move."""
         with self._lock:
             order = self.order
             head = order.head
             first = order.base + head
-            reach = np.cumsum(order.lines[head:min(head + evicted + 1, order.end)]) * self.line
-            left = np.searchsorted(reach, points * self.line - (self.capacity - self.resident
-                                                                * self.line), side="right")
+            room = self.capacity - self.resident * self.line
+            pressure = points * self.line - room
+            most = int(pressure[-1]) if pressure.size else 0
+            n = evicted + 1
+            while True:            # enough entries to reach past the last check's pressure
+                reach = np.cumsum(order.lines[head:min(head + n, order.end)]) * self.line
+                if head + n >= order.end or (reach.size and reach[-1] > most):
+                    break
+                n *= 2
+            left = np.searchsorted(reach, pressure, side="right")
             dirty = np.concatenate([[0], np.cumsum(order.dirty[head:head + len(reach)])])
             digest = hashlib.blake2b(digest_size=16)
-            for part in (np.array([evicted], np.int64), left, dirty[left]):
-                digest.update(part.astype(np.int64).tobytes())
-                digest.update(b"|")
+            digest.update(dirty[left].astype(np.int64).tobytes())
             for seg, span in regions:
+                digest.update(b"|")
                 lines = getattr(seg, "l2", None)
                 if lines is None:
-                    place = np.full(span.stop - span.start, -1, np.int32)
-                else:
-                    stamps = lines.stamp[span]
-                    place = np.where(stamps > self.threshold,
-                                     np.minimum(stamps - first, evicted), -1).astype(np.int32)
-                digest.update(place.tobytes())
-                digest.update(b"|")
+                    digest.update(np.full(span.stop - span.start, -1, np.int32).tobytes())
+                    continue
+                stamps = lines.stamp[span]
+                through = np.searchsorted(left, stamps - first, side="right")
+                digest.update(np.where(stamps > self.threshold, through, -1)
+                              .astype(np.int32).tobytes())
             return digest.digest()
 
     def _apply(self, seg, idx, kind: str) -> None:

@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from .replay import LaunchTrace
 
 # Memos kept per trace ([U]: a bound on memory and on the fingerprints a lookup computes, not
-# a measured optimum): the same launch in each layer of a model is one trace, and may meet L2
-# in a few states.
-MAX_MEMOS = 16
+# a measured optimum): the same launch in each layer of a model is one trace, and meets L2 in
+# a few states (a decode step's first layers after the LM head's stream, its later ones).
+MAX_MEMOS = 64
 
 
 @dataclass
@@ -77,6 +77,10 @@ class PhaseMemo:
     key: bytes             # the fingerprint of the L2 it started from
     entered: list = field(default_factory=list)   # (argument, lines, kind) it entered L2 with
     effects: int = 0       # the launch's effects applied by its end
+    asks: bytes = b""      # what its fingerprint asks of L2 (points, evicted, regions)
+
+    def __post_init__(self) -> None:
+        self.asks = self.points.tobytes() + repr((self.evicted, self.regions)).encode()
 
 
 @dataclass
@@ -142,19 +146,28 @@ def take(trace: LaunchTrace, cores: list[AICore], cache: L2Cache) -> TimingMemo 
         return None
     layout, _ = found
     binding = _Binding(bound, cache.line)
+    starts: dict[bytes, bytes] = {}       # the L2 the launch starts from, fingerprinted
     for k, memo in enumerate(trace.memos):
-        if memo.layout == layout and _enter(memo, binding, cache):
+        if memo.layout == layout and _enter(memo, binding, cache, starts):
             trace.memos.insert(0, trace.memos.pop(k))
             return memo
     return None
 
 
-def _enter(memo: TimingMemo, binding: _Binding, cache: L2Cache) -> bool:
+def _enter(memo: TimingMemo, binding: _Binding, cache: L2Cache, starts: dict) -> bool:
     """Enter the memo's phases into L2 while each one's fingerprint holds; on a mismatch, L2
-    goes back as it was and the answer is False."""
+    goes back as it was and the answer is False. `starts`: the starting L2's fingerprints by
+    what they asked (memos whose first phases ask alike share one)."""
     saved = None
     for n, phase in enumerate(memo.phases):
-        if cache.fingerprint(phase.points, phase.evicted, binding.regions(phase)) != phase.key:
+        if n == 0:
+            key = starts.get(phase.asks)
+            if key is None:
+                key = starts[phase.asks] = cache.fingerprint(phase.points, phase.evicted,
+                                                             binding.regions(phase))
+        else:
+            key = cache.fingerprint(phase.points, phase.evicted, binding.regions(phase))
+        if key != phase.key:
             if saved is not None:
                 cache.restore(saved)
             return False
@@ -219,5 +232,12 @@ class MemoDraft:
             return
         memo = TimingMemo(self.layout, self.phases, self.effects,   # its own stats objects:
                           {c.core_id: CoreTiming.of(c).copy() for c in cores})  # not the report's
+        ends = [p.effects for p in self.phases]
+        for other in trace.memos:         # the same effects as another's: its list and plan
+            if other.layout == self.layout and other.effects == self.effects \
+                    and [p.effects for p in other.phases] == ends:
+                memo.effects, memo.in_lockstep, memo.planned = \
+                    other.effects, other.in_lockstep, other.planned
+                break
         trace.memos.insert(0, memo)
         del trace.memos[MAX_MEMOS:]
