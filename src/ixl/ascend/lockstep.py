@@ -68,6 +68,12 @@ def lead_strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ..
                       writeable=True)
 
 
+def as_blocks(data: np.ndarray) -> np.ndarray:
+    """Bytes whose last axis is contiguous as one item per row of that axis (a C0 block of
+    32 bytes, say): numpy copies such items whole, not byte by byte."""
+    return data.view(np.dtype((np.void, data.shape[-1])))[..., 0]
+
+
 # ---------------------------------------------------------------- the plan
 
 _MEMORY, _VALUE = "memory", "value"

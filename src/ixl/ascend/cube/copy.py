@@ -21,7 +21,7 @@ from ...intmath import ceil_div, round_up
 from ..datamove import DataCopyParams
 from ..errors import IllegalInstruction
 from ..gm import GlobalTensor
-from ..lockstep import lead_strided, lockstep
+from ..lockstep import as_blocks, lead_strided, lockstep
 from ..observe import Access, Rows, Space
 from ..pipe import LocalTensor
 from ..timeline import Pipe
@@ -95,12 +95,15 @@ def _nd2nz_rows(out: np.ndarray, row: int, src_mat: int, src_row: int,
                 gm_bytes: np.ndarray) -> None:
     """GM rows of `row` bytes into `out` (matrices, rows, C0 blocks, block bytes), each row
     zero-padded to whole blocks (leading axes: cores, lockstep.py)."""
-    lead = out.shape[:-4]
     nd_num, n_value, blocks, blk = out.shape[-4:]
+    full, tail = divmod(row, blk)
     rows = lead_strided(gm_bytes, (nd_num, n_value, row), (src_mat, src_row, 1))
-    padded = np.zeros((*lead, nd_num, n_value, blocks * blk), np.uint8)
-    padded[..., :row] = rows
-    out[...] = padded.reshape(out.shape)
+    whole = rows[..., :full * blk]
+    np.copyto(as_blocks(out[..., :full, :]),
+              as_blocks(np.reshape(whole, (*whole.shape[:-1], full, blk), copy=False)))
+    if tail:                                  # the last block: the row's end, zero-padded
+        out[..., full, :tail] = rows[..., full * blk:]
+        out[..., full, tail:] = 0
 
 
 def _nd2nz_accesses(l1: LocalTensor, gm: GlobalTensor, p: Nd2NzParams, isz: int, blk: int):

@@ -167,7 +167,7 @@ def load_data_with_transpose(dst: LocalTensor, src: LocalTensor,
             squares = strided(sbytes, src.dtype, (n, len(src_map)), (src_step, isz), first)
             fractals = strided(dbytes, dst.dtype, (n, per, frac // isz),
                                (rep_step, frac_step, isz))
-            core.execute(partial(_land, fractals, squares, _landing_order(isz)))
+            core.execute(partial(_land, fractals, squares, isz))
     core.issue(Pipe.MTE1, what, core.costs.mte1(nbytes, dst.space.value) if n else 0)
     if core.observers:
         ops: tuple[tuple[Access, ...], tuple[Access, ...]] = ((), ())
@@ -184,15 +184,12 @@ def load_data_with_transpose(dst: LocalTensor, src: LocalTensor,
         core.observe(Pipe.MTE1, what, *ops, nbytes)
 
 
-@lru_cache(maxsize=4)
-def _landing_order(itemsize: int) -> np.ndarray:
-    """For each element of a repeat's destination fractals (laid end to end), the element of
-    the source square that lands there: the inverse of `_square`'s lane maps, so a repeat's
-    move is one gather from the square and one strided write."""
-    src_map, dst_map = _square(itemsize)
-    order = np.empty_like(src_map)
-    order[dst_map] = src_map
-    return order
+# `_square`'s lane maps as views, per element size: a repeat's destination fractals (laid end
+# to end) split into axes, the source square split into axes, and the order of the square's
+# axes that lines them up with the destination's (so a repeat's move is one strided copy)
+_LANDINGS = {2: ((16, 16), (16, 16), (1, 0)),                # (c, r) <- (r, c)
+             4: ((2, 2, 8, 8), (2, 2, 8, 8), (1, 0, 3, 2)),  # (r//8, c//8, c%8, r%8)
+             1: ((2, 16, 32), (32, 2, 16), (1, 2, 0))}       # (c//16, c%16, r)
 
 
 @lru_cache(maxsize=4)
@@ -313,8 +310,14 @@ def _load_fractals(dst: np.ndarray, dst_frac: np.ndarray, src_frac: np.ndarray, 
 
 
 @lockstep
-def _land(fractals: np.ndarray, squares: np.ndarray, order: np.ndarray) -> None:
-    fractals[...] = squares[..., order].reshape(fractals.shape)
+def _land(fractals: np.ndarray, squares: np.ndarray, itemsize: int) -> None:
+    """Each square (rows of `squares`) transposed into its repeat's fractals (`fractals`:
+    repeats x fractals x elements; leading axes: cores, lockstep.py)."""
+    into, split, axes = _LANDINGS[itemsize]
+    lead = squares.shape[:-1]
+    dst = np.reshape(fractals, (*lead, *into), copy=False)   # splits axes only: a view
+    src = np.reshape(squares, (*lead, *split), copy=False)
+    np.copyto(dst, src.transpose(*range(len(lead)), *(len(lead) + a for a in axes)))
 
 
 def _img2col(dst: np.ndarray, dst_at: np.ndarray, src: np.ndarray, src_at: np.ndarray,

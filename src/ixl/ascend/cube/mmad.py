@@ -161,21 +161,24 @@ def _compute(av, bv, cv, biasv, m, n, k, kp, mp, c0, gemv, accumulate, hf32, rou
         .transpose(*axes, w, w + 3, w + 1, w + 2).reshape(*lead, -1, np_)[..., :k, :n]
     integer = cv.dtype == I32
     wide = np.int64 if integer else np.float32
-    amat, bmat = amat.astype(wide), bmat.astype(wide)
+    # the host's product takes contiguous operands (a copy only where they are not already)
+    amat, bmat = np.ascontiguousarray(amat, wide), np.ascontiguousarray(bmat, wide)
     if hf32:
         amat, bmat = to_hf32(amat, round_even), to_hf32(bmat, round_even)
     prod = _products(amat, bmat)
-    cnz = cv.reshape(*lead, np_ // FRACTAL, mp, FRACTAL)    # (column block, row, column)
-    cmat = cnz.swapaxes(-3, -2).reshape(*lead, mp, np_)[..., :m, :n]
+    # C's first m rows in NZ: (row, column block, column), a view of L0C
+    rows = cv.reshape(*lead, np_ // FRACTAL, mp, FRACTAL).swapaxes(-3, -2)[..., :m, :, :]
+    full, tail = divmod(n, FRACTAL)
     if accumulate:
+        cmat = rows.reshape(*lead, m, np_)[..., :n]
         prod = prod + cmat.astype(wide)
     elif biasv is not None:
         prod = prod + biasv[..., None, :].astype(wide)
     if integer:
         prod = np.clip(prod, np.iinfo(np.int32).min, np.iinfo(np.int32).max)
-    out = cnz.swapaxes(-3, -2).reshape(*lead, mp, np_).copy()
-    out[..., :m, :n] = prod
-    cnz[...] = out.reshape(*lead, mp, np_ // FRACTAL, FRACTAL).swapaxes(-3, -2)
+    rows[..., :full, :] = prod[..., :full * FRACTAL].reshape(*lead, m, full, FRACTAL)
+    if tail:
+        rows[..., full, :tail] = prod[..., full * FRACTAL:]
 
 
 def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
