@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
 READ, WRITE, BYPASS_READ, INVALIDATE = "read", "write", "bypass read", "invalidate"
 BATCH_LINES = 8192        # one core's moves enter L2 in batches of this many line touches
+_NONE = np.zeros(0, np.int64)     # no stamps
 
 
 class CacheMode(enum.IntEnum):
@@ -564,17 +565,28 @@ class L2Cache:
             lines = seg.l2 = _Lines(-(-seg.nbytes // self.line))
         old = lines.stamp[idx]
         held = old > self.threshold
-        dirty = lines.dirty[idx] & held
-        self._forget(old[held], old[dirty])
+        n_held = int(np.count_nonzero(held))
+        n_dirty = 0
+        dirty: np.ndarray | bool = False
+        if n_held:                  # lines L2 holds leave their place (most moves: none, all)
+            dirty = lines.dirty[idx] if n_held == held.size else lines.dirty[idx] & held
+            n_dirty = int(np.count_nonzero(dirty))
+            self.order.forget(old if n_held == held.size else old[held],
+                              old[dirty] if n_dirty else _NONE)
+            self.resident -= n_held
         if kind is INVALIDATE:
             lines.stamp[idx] = 0
             lines.dirty[idx] = False
             return
         self.clock += 1
         lines.stamp[idx] = self.clock
-        lines.dirty[idx] = True if kind is WRITE else dirty
         n = _count(idx)
-        self.order.append(self.clock, n, n if kind is WRITE else int(np.count_nonzero(dirty)))
+        if kind is WRITE:
+            lines.dirty[idx] = True
+            n_dirty = n
+        elif n_dirty != n:          # a read keeps the dirty bits of the lines L2 held
+            lines.dirty[idx] = dirty if n_dirty else False
+        self.order.append(self.clock, n, n_dirty)
         self.resident += n
 
     def _forget(self, stamps: np.ndarray, dirty_stamps: np.ndarray) -> None:

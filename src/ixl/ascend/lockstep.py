@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .core import GM_MOVE, AICore, CoreKind, _apply_gm
+from .core import GM_MOVE, CoreKind, _apply_gm
 
 if TYPE_CHECKING:
-    from .memo import TimingMemo
+    from .memo import MemoCore, TimingMemo
     from .replay import LaunchTrace
 
 LOCKSTEP: set = set()        # effect functions that take a leading core axis (see `lockstep`)
@@ -91,7 +91,7 @@ class _Arg:
     at: int = 0              # a memory view's first byte in its stack
 
 
-def _memory_of(core: AICore, value: np.ndarray) -> _Arg | None:
+def _memory_of(core: MemoCore, value: np.ndarray) -> _Arg | None:
     ptr = value.__array_interface__["data"][0]
     for space, row in core.memories.items():
         stack = row.base
@@ -103,7 +103,7 @@ def _memory_of(core: AICore, value: np.ndarray) -> _Arg | None:
     return None
 
 
-def _describe(core: AICore, value: object) -> _Arg | None:
+def _describe(core: MemoCore, value: object) -> _Arg | None:
     """The argument's key (equal on cores whose calls lockstep can join), or None when
     unknown (the effect then runs core by core)."""
     if isinstance(value, np.ndarray):
@@ -180,7 +180,7 @@ class LockstepPlan:
     steps: list          # _Joint, or (op, core rank, step)
     joint: int = 0
 
-    def apply(self, cores: list[AICore]) -> None:
+    def apply(self, cores: list[MemoCore]) -> None:
         bound = cores[0].gm_bound
         for s in self.steps:
             if type(s) is _Joint:
@@ -190,7 +190,7 @@ class LockstepPlan:
                 op(cores[rank], *step[1:])
 
 
-def plan(memo: TimingMemo, trace: LaunchTrace, cores: list[AICore]) -> LockstepPlan | None:
+def plan(memo: TimingMemo, trace: LaunchTrace, cores: list[MemoCore]) -> LockstepPlan | None:
     """The memo's effects in lockstep, phase by phase (a phase whose cores share GM bytes one
     of them writes, other than a Cube core's output its vector cores read after it, keeps
     its order), or None when nothing joins."""
@@ -212,7 +212,7 @@ def plan(memo: TimingMemo, trace: LaunchTrace, cores: list[AICore]) -> LockstepP
     return out if out.joint else None
 
 
-def _plan_phase(out: LockstepPlan, effects: list, cores: list[AICore], joints: dict
+def _plan_phase(out: LockstepPlan, effects: list, cores: list[MemoCore], joints: dict
                 ) -> None:
     """Cores whose effects run the same functions, one after the other, join (Cube cores'
     before vector cores')."""
@@ -233,7 +233,7 @@ def _func(effect: object) -> object:
     return getattr(fn, "__code__", fn)
 
 
-def _affine_runs(ranks: list[int], cores: list[AICore]) -> list[list[int]]:
+def _affine_runs(ranks: list[int], cores: list[MemoCore]) -> list[list[int]]:
     """The ranks (sorted by core) cut into runs whose memory rows are a fixed step apart (one
     strided view of a stack holds a run's)."""
     runs: list[list[int]] = []
@@ -248,7 +248,7 @@ def _affine_runs(ranks: list[int], cores: list[AICore]) -> list[list[int]]:
     return runs
 
 
-def _plan_group(out: LockstepPlan, ranks: list[int], effects: list[list], cores: list[AICore],
+def _plan_group(out: LockstepPlan, ranks: list[int], effects: list[list], cores: list[MemoCore],
                 joints: dict) -> None:
     """Each position of cores whose effects are the same functions one after the other:
     joint where it can be (made once per trace: `joints`, by the steps it joins)."""
@@ -265,7 +265,7 @@ def _plan_group(out: LockstepPlan, ranks: list[int], effects: list[list], cores:
             out.steps.extend((op, r, s) for r, (op, s) in zip(ranks, column))
 
 
-def _joint(steps: list, ranks: list[int], cores: list[AICore]) -> _Joint | None:
+def _joint(steps: list, ranks: list[int], cores: list[MemoCore]) -> _Joint | None:
     """The steps (one a core) as one call, when their function takes the cores' axes and
     their arguments differ only in where their views lie, those places forming a grid."""
     effect = steps[0][1]
@@ -314,7 +314,7 @@ def _stacked(arg: _Arg, sizes: tuple, lead: np.ndarray) -> np.ndarray:
     return np.ndarray((*sizes, *shape), dtype, arg.stack, arg.at, (*map(int, lead), *strides))
 
 
-def _touches(memo: TimingMemo, trace: LaunchTrace, cores: list[AICore]) -> list | None:
+def _touches(memo: TimingMemo, trace: LaunchTrace, cores: list[MemoCore]) -> list | None:
     """Every GM move of the launch as its bursts (each a [start, end) of its segment), given
     to the effect that follows it; None when a move has no such effect."""
     at = {id(step): i for i, (_, _, step) in enumerate(memo.effects)}

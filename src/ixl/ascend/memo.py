@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import lockstep
-from .core import AICore
+from .core import AICore, CoreId
 from .l2 import L2Cache, L2Stats, L2View, line_hulls
 
 if TYPE_CHECKING:
@@ -135,12 +135,24 @@ class _Binding:
         return out
 
 
-def take(trace: LaunchTrace, cores: list[AICore], cache: L2Cache) -> TimingMemo | None:
-    """The memo of `trace` whose phases' fingerprints L2 has, phase after phase, if any: its
-    lines are then in L2 (the memo moves to the front); else L2 is as it was."""
+class MemoCore:
+    """What a memoised launch's effects read of a core (`apply`, lockstep.py): its id and
+    kind, its memories, the launch's GM arguments as replay.bind gives them; not the rest of
+    an AICore (timeline, L2 view, registers), which a memo's timing stands in for."""
+
+    __slots__ = ("core_id", "kind", "memories", "gm_bound")
+
+    def __init__(self, core_id: CoreId, memories: dict, gm_bound: list) -> None:
+        self.core_id, self.kind = core_id, core_id.kind
+        self.memories, self.gm_bound = memories, gm_bound
+
+
+def take(trace: LaunchTrace, bound: list, cache: L2Cache) -> TimingMemo | None:
+    """The memo of `trace` whose phases' fingerprints L2 has, phase after phase, for a launch
+    of arguments `bound` (replay.bound), if any: its lines are then in L2 (the memo moves to
+    the front); else L2 is as it was."""
     if not trace.memos:
         return None
-    bound = cores[0].gm_bound
     found = _layout(bound, cache.line)
     if found is None:
         return None
@@ -179,7 +191,7 @@ def _enter(memo: TimingMemo, binding: _Binding, cache: L2Cache, starts: dict) ->
     return True
 
 
-def apply(memo: TimingMemo, cores: list[AICore], trace: LaunchTrace) -> None:
+def apply(memo: TimingMemo, cores: list[MemoCore], trace: LaunchTrace) -> None:
     """The memo's effects on memory: in lockstep where its cores' effects allow it (planned at
     its first use), else in the order the timed replay applied them."""
     if not memo.planned:

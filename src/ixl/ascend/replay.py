@@ -145,16 +145,21 @@ def signature(args: list[tuple[GlobalTensor, object]], grid: int) -> tuple:
                   str(role)) for i, (t, role) in enumerate(args))
 
 
+def bound(args: list[tuple[GlobalTensor, object]]) -> list:
+    """The launch's arguments as a replay reads them: each one's (segment, root address)."""
+    return [(t.segment, t.root[0]) for t, _ in args]
+
+
 def bind(cores: list[AICore], args: list[tuple[GlobalTensor, object]]) -> None:
     """Tell each core the launch's arguments: for tracing, by root address; for a replay,
     each one's (segment, root address)."""
     by_root: dict = {}
     for i, (t, _) in enumerate(args):
         by_root.setdefault(t.root[0], i)
-    bound = [(t.segment, t.root[0]) for t, _ in args]
+    gm_bound = bound(args)
     for c in cores:
         c.gm_args = by_root
-        c.gm_bound = bound
+        c.gm_bound = gm_bound
 
 
 class _Window:

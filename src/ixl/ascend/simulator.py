@@ -33,7 +33,7 @@ from .gm import GlobalMemory, GlobalTensor
 from .host_blas import one_blas_thread
 from .host_gc import collector_paused
 from .l2 import L2Stats, l2_cache
-from .observe import GmArg, GmRole, LaunchInfo, Observer
+from .observe import GmArg, GmRole, LaunchInfo, Observer, Space
 from .record import TimelineRecorder
 from .replay import LaunchTrace, Replayer, ReplayStats, replay_enabled
 from .sanitizer import debug_checks
@@ -239,6 +239,11 @@ class SimulatedChip:
                 key, replayed = None, "untraceable"
             elif trace is None and not self.traces.seen_before(key):
                 key = None
+        if trace is not None:
+            record = self._from_memo(name, trace, order, by_id, args, block_num, kind, costs,
+                                     slots)
+            if record is not None:
+                return record
         phase = self.l2.phase(len(slots))
         cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
                         memories=self.memories.of(cid), observers=tuple(observers),
@@ -255,9 +260,8 @@ class SimulatedChip:
             o.launch_begin(info)
         if key is not None:
             replay.bind(cores, args)
-        timing = None
         if trace is not None:
-            timing = self._replay(trace, cores, board, costs.flag_latency_cycles)
+            self._replay(trace, cores, board, costs.flag_latency_cycles)
             replayed = "replayed"
         else:
             for c in cores if key is not None else ():
@@ -274,7 +278,7 @@ class SimulatedChip:
                                 f"cross-core flags set and never waited: {', '.join(left)}")
         reports = []
         for c in sorted(cores, key=lambda c: c.core_id):
-            t = timing[c.core_id].copy() if timing is not None else memos.CoreTiming.of(c)
+            t = memos.CoreTiming.of(c)
             reports.append(CoreReport(c.core_id, by_id[c.core_id].blocks, t.end, t.pipes,
                                       c.ub_peak, recorder.slices[c.core_id] if recorder else [],
                                       recorder.edges[c.core_id] if recorder else [],
@@ -283,26 +287,41 @@ class SimulatedChip:
         record = LaunchRecord(name, block_num, self.chip.clock_mhz,
                               costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
                               self.chip, kind, recorder.cross if recorder else [],
-                              replayed, "memo" if timing is not None else "timed")
+                              replayed, "timed")
         for o in observers:
             o.launch_end(record)
         return record
 
+    def _from_memo(self, name, trace, order, by_id, args, block_num, kind, costs, slots
+                   ) -> LaunchRecord | None:
+        """A replay from a timing memo where L2 is as one found it (memo.py): its effects on
+        the cores' memories and its timing, with no AICore made; None when no memo holds."""
+        bound = replay.bound(args)
+        with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
+            memo = memos.take(trace, bound, self.l2)
+            if memo is None:
+                return None
+            memos.apply(memo, [memos.MemoCore(cid, self.memories.of(cid), bound)
+                               for cid in order], trace)
+        self.replay_stats.replayed += 1
+        self.replay_stats.memoized += 1
+        reports = []
+        for cid in sorted(order):
+            t, peaks = memo.timing[cid].copy(), trace.cores[cid].peaks
+            reports.append(CoreReport(cid, by_id[cid].blocks, t.end, t.pipes,
+                                      peaks.get(Space.UB, 0), [], [], t.compute_busy, t.moving,
+                                      dict(peaks), t.l2, t.bank_conflicts))
+        return LaunchRecord(name, block_num, self.chip.clock_mhz,
+                            costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
+                            self.chip, kind, [], "replayed", "memo")
+
     def _replay(self, trace: LaunchTrace, cores: list[AICore], board: FlagBoard | None,
-                flag_latency: float) -> dict | None:
-        """Run a launch from its trace: from a timing memo where L2 is as one found it (the
-        cores' timing returned), else timed step by step (None; memo.py)."""
+                flag_latency: float) -> None:
+        """Run a launch from its trace, timed step by step; the timing is kept as a memo
+        (memo.py) for launches that start from an L2 like this one's."""
         self.replay_stats.replayed += 1
         with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
-            memo = memos.take(trace, cores, self.l2)
-            if memo is not None:
-                for c in cores:
-                    c.peaks = dict(trace.cores[c.core_id].peaks)
-                memos.apply(memo, cores, trace)
-                self.replay_stats.memoized += 1
-                return memo.timing
             draft = memos.MemoDraft(cores, self.l2.line)
             Replayer(cores, trace, board, flag_latency, lambda: self._end_phase(cores, draft),
                      draft.effects).run()
         draft.finish(trace, cores)
-        return None

@@ -34,10 +34,22 @@ def key(chip: str, op: str, shapes: Sequence[Sequence[int] | None], dtype: str |
     return f"{chip}|{op}|{dims}|{dtype}"
 
 
+# the file as last parsed, by path: (its inode, size and modification time, its entries);
+# every launch asks, and parsing the file each time cost more than a replayed launch
+_parsed: dict[Path, tuple[tuple, dict]] = {}
+
+
 def load() -> dict:
-    """Every entry, as stored (dict form); {} when there is no cache yet."""
+    """Every entry, as stored (dict form; not to be changed in place); {} when there is no
+    cache yet. The file is parsed again whenever it changed (a store replaces it: a new
+    inode)."""
     path = cache_path()
     try:
+        st = path.stat()
+        seen = _parsed.get(path)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if seen is not None and seen[0] == stamp:
+            return seen[1]
         text = path.read_text()
     except FileNotFoundError:
         return {}
@@ -51,6 +63,7 @@ def load() -> dict:
     if not isinstance(data, dict):
         raise InvalidTuningConfig(f"{_where(path)} must hold an object of configurations, "
                                   f"holds a {type(data).__name__}: fix or delete it")
+    _parsed[path] = (stamp, data)
     return data
 
 
@@ -82,7 +95,7 @@ def store(chip: str, op: str, shapes: Sequence[Sequence[int] | None], dtype: str
     path = cache_path()
     with _WRITE_LOCK:
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = load()
+        data = dict(load())
         data[key(chip, op, shapes, dtype)] = entry
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
