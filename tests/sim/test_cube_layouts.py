@@ -227,3 +227,52 @@ def test_img2col_3d_load_then_mmad_is_a_convolution():
             want[i, j] = np.einsum("cab,ocab->o", xp[:, i:i + 3, j:j + 3], wt.astype(np.float64))
     np.testing.assert_allclose(h.read(y, (m, cout)), want.reshape(m, cout), rtol=1e-4,
                                atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_a_one_by_one_img2col_window_lays_out_l0a_as_the_general_gather(dtype, monkeypatch):
+    """The 3-D load of a 1 x 1 window (how the MatMul loads A) copies views of the map, not
+    a gather: L0A comes out bit for bit as the general img2col path lays it, for windows
+    from anywhere in the map, rows past its positions taking the pad value (a seeded sweep
+    of windows)."""
+    from ixl.ascend.cube import load
+
+    c0 = 32 // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(11)
+    cases = []
+    for _ in range(12):
+        hh, ww, c1 = int(rng.integers(1, 4)), int(rng.integers(1, 40)), int(rng.integers(1, 4))
+        rows = round_up(hh * ww, 16)        # the window may run into the last fractal's rows
+        m0 = int(rng.integers(0, rows))
+        k0 = int(rng.integers(0, c1)) * c0
+        cases.append((hh, ww, c1, m0, int(rng.integers(1, rows - m0 + 1)), k0,
+                      int(rng.integers(1, c1 * c0 - k0 + 1))))
+
+    def l0a(hh, ww, c1, m0, mext, k0, kext):
+        fmap = rng.standard_normal(c1 * hh * ww * c0).astype(dtype)
+        h = Harness()
+        x = h.tensor(fmap, "x")
+        mp, kp = round_up(mext, 16), round_up(kext, c0)
+        got = {}
+
+        def body(core):
+            l1 = asc.local_tensor(asc.TPosition.A1, dtype, 0, fmap.size)
+            asc.data_copy(l1, x, fmap.size)
+            asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
+            asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
+            a2 = asc.local_tensor(asc.TPosition.A2, dtype, 0, mp * kp)
+            asc.load_data(a2, l1, asc.LoadData3DParamsV2(
+                l1_h=hh, l1_w=ww, channel_size=c1 * c0, k_extension=kext, m_extension=mext,
+                m_start_pt=m0, k_start_pt=k0, pad_value=3))
+            got["a"] = a2.numpy()
+        h.launch(body, debug=False)
+        return got["a"]
+
+    for case in cases:
+        state = rng.bit_generator.state
+        fast = l0a(*case)
+        rng.bit_generator.state = state
+        with monkeypatch.context() as m:
+            m.setattr(load._Img2Col, "is_matrix", property(lambda self: False))
+            general = l0a(*case)
+        assert fast.tobytes() == general.tobytes(), case

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..hixl import ArgSpec, get_op
-from . import log
+from . import log, tiling_cache
 from .errors import KernelDeclined
 from .launch import run_native
 from .tensor_desc import TensorDesc
@@ -104,8 +104,8 @@ def _declines(device, chain: Chain, env: dict) -> str | None:
     entry = device.registry.fusion.entry(chain.steps, descs, out)
     reason = entry.why_not(descs, {})
     if reason is None:
-        try:
-            entry.tiling(descs, [out], {}, device.chip, None)
+        try:       # asked again at every run of a graph: the host tiling cache answers
+            tiling_cache.plan(entry.tiling, entry.op, descs, [out], {}, device.chip, None)
         except (KernelDeclined, ValueError) as refused:
             reason = str(refused)
     return reason

@@ -275,15 +275,28 @@ def _load_3d(dst, src, p: LoadData3DParamsV2, config: IsResetLoad3dConfig) -> No
             f"[{p.k_start_pt}, {p.k_start_pt + kext}) outside the img2col matrix of "
             f"{geo.m} x {geo.k}")
     zz_t = dst.space is Space.L0A and p.en_transpose      # ZZ of the (k x m) transpose
+    zn = dst.space is Space.L0B
     mp, kp = round_up(mext, 16), round_up(kext, 16 if zz_t else c0)
     src_off, dst_off, valid = _img2col_offsets(geo, p.m_start_pt, mext, p.k_start_pt, kext,
-                                               dst.space is Space.L0B, zz_t)
+                                               zn, zz_t)
     fmap_bytes = geo.c1 * l1_h * l1_w * c0 * isz
-    sview = core.local_view(Space.L1, src.offset, fmap_bytes, what).view(src.dtype)
-    dview = core.local_view(dst.space, dst.offset, mp * kp * isz, what).view(dst.dtype)
+    sbytes = core.local_view(Space.L1, src.offset, fmap_bytes, what)
+    dbytes = core.local_view(dst.space, dst.offset, mp * kp * isz, what)
     if not core.mode.timing_only:
-        core.execute(partial(_img2col, dview, dst_off[valid], sview, src_off[valid],
-                             dst_off[~valid], np.asarray(pad_value).astype(dst.dtype)))
+        pad = np.asarray(pad_value).astype(dst.dtype)
+        if geo.is_matrix and not (zn or zz_t) and p.k_start_pt % c0 == 0:
+            # the map is already the img2col matrix (positions x channels): views, no gather
+            positions = geo.h * geo.w      # (the window's channels are inside the map)
+            rows = min(max(positions - p.m_start_pt, 0), mp)
+            window = strided(sbytes, src.dtype, (kp // c0, rows, c0),
+                             (positions * c0 * isz, c0 * isz, isz),
+                             (p.k_start_pt * positions + p.m_start_pt * c0) * isz if rows else 0)
+            zz = strided(dbytes, dst.dtype, (mp // 16, kp // c0, 16, c0),
+                         (kp * 16 * isz, 16 * c0 * isz, c0 * isz, isz))
+            core.execute(partial(_img2col_matrix, zz, window, pad))
+        else:
+            core.execute(partial(_img2col, dbytes.view(dst.dtype), dst_off[valid],
+                                 sbytes.view(src.dtype), src_off[valid], dst_off[~valid], pad))
     nbytes = mp * kp * isz
     core.issue(Pipe.MTE1, "load_data", core.costs.mte1(nbytes, dst.space.value))
     if core.observers:
@@ -326,6 +339,21 @@ def _img2col(dst: np.ndarray, dst_at: np.ndarray, src: np.ndarray, src_at: np.nd
     dst[pad_at] = pad
 
 
+@lockstep
+def _img2col_matrix(zz: np.ndarray, window: np.ndarray, pad: np.ndarray) -> None:
+    """A 1 x 1 img2col window that is a block of the map itself: `window` (channel blocks,
+    positions, C0) into the ZZ fractals `zz` (row blocks, column blocks, 16, C0), the rows
+    past the map's positions padding (leading axes: cores, lockstep.py)."""
+    by_col = zz.swapaxes(-4, -3)                 # (column blocks, row blocks, 16, C0)
+    whole, tail = divmod(window.shape[-2], 16)
+    by_col[..., :whole, :, :] = window[..., :whole * 16, :].reshape(
+        *window.shape[:-2], whole, 16, window.shape[-1])
+    if tail:
+        by_col[..., whole, :tail, :] = window[..., whole * 16:, :]
+        by_col[..., whole, tail:, :] = pad
+    by_col[..., whole + (tail > 0):, :, :] = pad
+
+
 def _fmatrix(state, what: str):
     if state.fmatrix is None:
         raise IllegalInstruction(f"{what} with is_set_fmatrix False: no set_fmatrix before it")
@@ -366,6 +394,13 @@ class _Img2Col:
     @property
     def k(self) -> int:
         return self.c1 * self.kh * self.kw * self.c0
+
+    @property
+    def is_matrix(self) -> bool:
+        """A 1 x 1 kernel at stride 1 with no padding: row p of the img2col matrix is map
+        position p's channels, as the map already lays them out."""
+        return (self.kh, self.kw, self.stride_h, self.stride_w, self.dil_h, self.dil_w) == \
+            (1, 1, 1, 1, 1, 1) and not any(self.pads)
 
 
 @lru_cache(maxsize=64)
