@@ -3,11 +3,16 @@ side by side in this one process, best of N, reported as ratios. The chip runs e
 twice over: cold (IXL_REPLAY=0: the kernel's Python runs every time) and replayed (the launch
 traced once, then run from its trace: ascend/replay.py); both give the same modeled time.
 
-The numpy side is the plain implementation of the same op (half inputs computed in float32 and
-rounded once, as the kernels do); MiniLM's is a numpy forward of the same model written here
-(onnxruntime is not a dependency). Wall-clock time on a shared machine is noisy: compare the
-ratios, and rerun on a quiet machine before reading much into one figure. Then a profile of one
-simulated LayerNormalization shows where the simulator spends its time.
+The reference is the plain implementation of the same work: an op in numpy (half inputs
+computed in float32 and rounded once, as the kernels do); MiniLM as a numpy forward of the same
+model written here, and in onnxruntime on one thread (the `ort` extra; the row is left out
+without it); a SmolLM2-135M decode step in onnxruntime, the same graph and weights. The tools
+(`ixl verify --release`, `ixl calibrate`) have no reference: their wall time alone. A model's
+cold column runs every launch's Python (IXL_REPLAY=0); its replayed column, once the model
+ran, is what a user sees from the second run (a decode step: a token of a generation, the
+prefill left out). Wall-clock time on a shared machine is noisy: compare the ratios, and rerun
+on a quiet machine before reading much into one figure. Then a profile of one simulated
+LayerNormalization shows where the simulator spends its time.
 
     python benchmarks/sim_speed.py [--repeats R] [--quick] [--profile]
 """
@@ -19,6 +24,8 @@ import cProfile
 import math
 import os
 import pstats
+import subprocess
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -43,15 +50,22 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
 @dataclass
 class Row:
     work: str
-    numpy_s: float
-    cold_s: float
+    numpy_s: float | None           # the reference's time (None: the work has none)
+    cold_s: float | None            # None: not measured (a row says why in its work)
     replay_s: float
-    modeled_us: float
+    modeled_us: float | None
 
     def line(self) -> str:
-        return (f"| {self.work} | {self.numpy_s * 1e3:.1f} ms | {self.cold_s * 1e3:.0f} ms | "
-                f"{self.cold_s / self.numpy_s:.1f}x | {self.replay_s * 1e3:.0f} ms | "
-                f"{self.replay_s / self.numpy_s:.1f}x | {self.modeled_us:.1f} us |")
+        def ratio(t: float | None) -> str:
+            return "" if t is None or self.numpy_s is None else f"{t / self.numpy_s:.1f}x"
+
+        def ms(t: float | None, digits: int = 0) -> str:
+            return "" if t is None else f"{t * 1e3:.{digits}f} ms"
+
+        modeled = "" if self.modeled_us is None else f"{self.modeled_us:.1f} us"
+        return (f"| {self.work} | {ms(self.numpy_s, 1)} | {ms(self.cold_s)} | "
+                f"{ratio(self.cold_s)} | {ms(self.replay_s)} | {ratio(self.replay_s)} | "
+                f"{modeled} |")
 
 
 def cold_and_replayed(fn: Callable[[], float], repeats: int) -> tuple[float, float, float]:
@@ -184,8 +198,93 @@ def minilm_rows(repeats: int) -> list[Row]:
                                  feeds["token_type_ids"]), repeats)
     full = cold_and_replayed(lambda: model.run(encoded)[1].time_us, repeats)
     timing = cold_and_replayed(lambda: model.run(encoded, timing_only=True)[1].time_us, repeats)
-    return [Row(f"MiniLM, one sentence ({encoded.length} tokens), in-process", t_np, *full),
+    rows = [Row(f"MiniLM, one sentence ({encoded.length} tokens), in-process", t_np, *full),
             Row("MiniLM, one sentence, timing only", t_np, *timing)]
+    session = _ort_session(_minilm_model(model))
+    if session is not None:
+        t_ort = best_of(lambda: session.run(None, feeds), repeats)
+        rows.append(Row("MiniLM, one sentence, against onnxruntime (1 thread)", t_ort, *full))
+    return rows
+
+
+def _minilm_model(model):
+    from ixl.models.minilm import GRAPH
+    from ixl.models.weights import fill_weights, weight_map
+    return fill_weights(GRAPH, model.folder / weight_map(GRAPH)["file"])
+
+
+def _ort_session(model):
+    """An onnxruntime session of `model` on one thread, or None without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        print("(onnxruntime is not installed: pip install -e '.[ort]' adds its rows)")
+        return None
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+
+
+# ---------------------------------------------------------------- SmolLM2 decode
+
+PROMPT = "The capital of France is"
+
+
+def smollm2_rows(repeats: int, tokens: int = 9) -> list[Row]:
+    """A decode step: a token of a `tokens`-token greedy generation, the prefill left out
+    (the generation's time less a 1-token generation's, over the steps between)."""
+    from ixl.models.smollm2 import GRAPH, SmolLM2
+    from ixl.models.weights import fill_weights
+    model = SmolLM2()
+
+    def step_s() -> float:
+        t = time.perf_counter()
+        model.generate(PROMPT, 1)
+        one = time.perf_counter() - t
+        t = time.perf_counter()
+        gen = model.generate(PROMPT, tokens)
+        return (time.perf_counter() - t - one) / (len(gen.tokens) - 1), gen
+
+    os.environ["IXL_REPLAY"] = "1"
+    _, gen = step_s()                           # traced
+    replayed = min(step_s()[0] for _ in range(repeats))
+    assert step_s()[1].tokens == gen.tokens
+    tpot = gen.tpot_us
+    session = _ort_session(fill_weights(GRAPH, model.gguf))
+    if session is None:
+        return [Row(f"SmolLM2-135M float32, a decode step ({tokens}-token generation)", None,
+                    None, replayed, tpot)]
+    names = [i.name for i in session.get_inputs()]
+    ids = model.encode(PROMPT)
+    feeds = {names[0]: np.array([[gen.tokens[0]]], np.int64),
+             names[1]: np.array([[len(ids)]], np.int64)}
+    for inp in session.get_inputs()[2:]:
+        feeds[inp.name] = np.zeros([gen.capacity if isinstance(d, str) else d
+                                    for d in inp.shape], np.float32)
+    t_ort = best_of(lambda: session.run(None, feeds), repeats)
+    return [Row(f"SmolLM2-135M float32, a decode step ({tokens}-token generation), against "
+                f"onnxruntime (1 thread); cold not measured (minutes)", t_ort, None, replayed,
+                tpot)]
+
+
+# ---------------------------------------------------------------- the tools
+
+def tool_rows() -> list[Row]:
+    """`ixl verify --release` (every sample case, 2 workers) and `ixl calibrate`, each once,
+    as a user runs them (a new process)."""
+    rows = []
+    for work, argv in (("ixl verify --release --workers 2 (every sample case)",
+                        ["verify", "--release", "--workers", "2", "--json"]),
+                       ("ixl calibrate", ["calibrate", "--json"])):
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "ixl.cli", *argv], capture_output=True,
+                              text=True)
+        elapsed = time.perf_counter() - t
+        if done.returncode != 0:
+            raise RuntimeError(f"{work} failed ({done.returncode}): {done.stderr[-400:]}")
+        rows.append(Row(work, None, None, elapsed, None))
+    return rows
 
 
 # ---------------------------------------------------------------- where the time goes
@@ -214,7 +313,8 @@ def where_time_goes(fn) -> list[tuple[str, float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="smaller shapes (a smoke run)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller shapes, no SmolLM2 and no tools (a smoke run)")
     ap.add_argument("--profile", action="store_true", help="also profile one LayerNorm")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -237,9 +337,14 @@ def main() -> None:
     rows.append(op_row(dev, f"MatMul {mm}^3 float16 (Cube; numpy in float32)", "MatMul", [a, b],
                        np_matmul, min(args.repeats, 3)))
     rows += minilm_rows(min(args.repeats, 3))
-    print(f"ixl release mode vs plain numpy, best of {args.repeats} (MatMul and MiniLM: best of "
-          f"{min(args.repeats, 3)}), one process, {os.cpu_count()} host cores")
-    print("| work | numpy | ixl cold | ratio | ixl replayed | ratio | modeled on the 910B1 |")
+    if not args.quick:
+        rows += smollm2_rows(min(args.repeats, 3))
+        rows += tool_rows()
+    print(f"ixl release mode vs the plain implementation, best of {args.repeats} (MatMul and "
+          f"the models: best of {min(args.repeats, 3)}; the tools: once), one process, "
+          f"{os.cpu_count()} host cores")
+    print("| work | reference (numpy; onnxruntime where named) | ixl cold | ratio | "
+          "ixl replayed | ratio | modeled on the 910B1 |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(row.line())
