@@ -98,6 +98,12 @@ class L2Stats:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
+    def copy(self) -> L2Stats:
+        """Its own counters (every launch's report copies a memo's: copy.copy took longer)."""
+        twin = object.__new__(L2Stats)
+        twin.__dict__.update(self.__dict__)
+        return twin
+
     @property
     def hbm_bytes(self) -> int:
         """Bytes that crossed the HBM interface: misses, bypasses and write-backs."""

@@ -21,7 +21,6 @@ segment, so a launch on other buffers laid out alike finds it.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -63,7 +62,7 @@ class CoreTiming:
     def copy(self) -> CoreTiming:
         """Its own stats objects, for a report (the intervals are tuples, shared)."""
         return CoreTiming(self.end, {p: s.copy() for p, s in self.pipes.items()},
-                          self.compute_busy, self.moving, copy.copy(self.l2),
+                          self.compute_busy, self.moving, self.l2.copy(),
                           self.bank_conflicts)
 
 
