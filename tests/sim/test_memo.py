@@ -177,3 +177,48 @@ def test_the_fingerprint_holds_what_a_phase_meets_not_where_evicted_entries_begi
     assert answers_of(batches=1, dirty=True) != answers
     assert print_of(batches=1, resident=STEP) != key
     assert answers_of(batches=1, resident=STEP) != answers
+
+
+def scatter_and_gather_at(positions):
+    """ScatterND writes an update row at each position in turn (the KV cache's write), then
+    Gather reads rows back at it: both read their indices back into the kernel's Python."""
+    def work(dev):
+        rng = np.random.default_rng(7)
+        data = dev.tensor(rng.standard_normal((64, 192)).astype(np.float32))
+        update = dev.tensor(rng.standard_normal((1, 192)).astype(np.float32))
+        for pos in positions:
+            idx = dev.tensor(np.array([[pos]], np.int64))
+            y = dev.run("ScatterND", data, idx, update)
+            got = y.numpy().copy()
+            want = data.numpy().copy()
+            want[pos] = update.numpy()[0]
+            np.testing.assert_array_equal(got, want)
+            y.free()
+            yield got
+            rows = dev.tensor(np.array([pos, 63 - pos], np.int64))
+            z = dev.run("Gather", data, rows)
+            got = z.numpy().copy()
+            np.testing.assert_array_equal(got, data.numpy()[[pos, 63 - pos]])
+            for t in (idx, rows, z):
+                t.free()
+            yield got
+    return work
+
+
+def test_a_launch_that_reads_its_indices_back_replays_while_they_hold(monkeypatch):
+    """The values a traced launch read back (its indices) guard its trace: the same indices
+    replay it (timed, then from a memo); other indices run its Python again and trace it
+    anew ("retraced"), and so do the first ones when they come back; every launch as with
+    replay off."""
+    positions = [3, 3, 3, 3, 5, 5, 5, 3, 3]
+    same_with_replay_off(monkeypatch, scatter_and_gather_at(positions))
+    monkeypatch.setenv("IXL_REPLAY", "1")
+    dev = untraced_device()
+    how = []
+    for _ in scatter_and_gather_at(positions)(dev):
+        how.append(dev.last_profile.launch.replay)
+    dev.close()
+    scatter, gather = how[0::2], how[1::2]
+    for kernel in (scatter, gather):
+        assert kernel == ["none", "traced", "replayed", "replayed", "retraced", "replayed",
+                          "replayed", "retraced", "replayed"]

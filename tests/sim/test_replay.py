@@ -35,8 +35,9 @@ def launch_facts(rec) -> tuple:
 def run_five_times(monkeypatch, replay_on: bool, schema, specs, attrs):
     """A case on a fresh device with five inputs of the same signature: with replay on, the
     second launch is traced, the third replayed and timed (a timing memo kept), the fourth and
-    fifth replayed (from the memo where L2 is as the third found it). Returns each run's
-    outputs and launch facts."""
+    fifth replayed (from the memo where L2 is as the third found it), or traced again where
+    the values its trace read back (a gather's indices) are not this input's. Returns each
+    run's outputs and launch facts, and whether its trace read values back."""
     monkeypatch.setenv("IXL_REPLAY", "1" if replay_on else "0")
     dev = untraced_device()
     runs = []
@@ -51,25 +52,30 @@ def run_five_times(monkeypatch, replay_on: bool, schema, specs, attrs):
             if t is not None:
                 t.free()
         runs.append((got, launch_facts(dev.last_profile), dev.last_profile))
+    guarded = any(t.guarded for t in dev.backend.traces._traces.values())
     dev.close()
-    return runs
+    return runs, guarded
 
 
 def assert_same_runs(monkeypatch, schema, case, dtype):
     dev = ixl.device("910B1")
     specs = sample_specs(dev, schema, case, dtype)
     dev.close()
-    on = run_five_times(monkeypatch, True, schema, specs, case.attrs)
-    off = run_five_times(monkeypatch, False, schema, specs, case.attrs)
+    on, guarded = run_five_times(monkeypatch, True, schema, specs, case.attrs)
+    off, _ = run_five_times(monkeypatch, False, schema, specs, case.attrs)
     for (got_on, facts_on, rec_on), (got_off, facts_off, _) in zip(on, off):
         for a, b in zip(got_on, got_off):
             assert a.dtype == b.dtype and a.shape == b.shape
             assert a.tobytes() == b.tobytes()
         assert facts_on == facts_off
     if on[0][2].launch is not None:     # the native path: traced, then replayed (or refused)
-        assert tuple(r.launch.replay for _, _, r in on) in (
-            ("none", "traced", "replayed", "replayed", "replayed"),
-            ("none", *["untraceable"] * 4))
+        how = tuple(r.launch.replay for _, _, r in on)
+        if guarded:     # each input's own indices: replayed where they are the traced ones
+            assert how[:2] == ("none", "traced")
+            assert set(how[2:]) <= {"replayed", "retraced"}
+        else:
+            assert how in (("none", "traced", "replayed", "replayed", "replayed"),
+                           ("none", *["untraceable"] * 4))
 
 
 def first_cases():
@@ -114,19 +120,31 @@ def test_a_second_launch_of_one_signature_replays(monkeypatch):
     assert (stats.traced, stats.replayed) == (1, 1)
 
 
-def test_a_value_read_back_is_not_replayed(monkeypatch):
-    """Gather reads its indices into the kernel's Python: what it does next is data."""
+def test_indices_read_back_guard_the_trace_and_a_computed_value_is_not_replayed(monkeypatch):
+    """Gather reads its indices into the kernel's Python right after copying them in: they
+    guard its trace (the same rows replay, other rows trace it again). InstanceNormalization
+    reads back a mean it computed: what it does next is data no copy brings in, so it is
+    never replayed."""
     monkeypatch.setenv("IXL_REPLAY", "1")
     dev = untraced_device()
     table = dev.tensor(np.arange(64 * 32, dtype=np.float32).reshape(64, 32))
     states = []
-    for rows in ([3, 5], [60, 1], [0, 0]):
+    for rows in ([3, 5], [3, 5], [3, 5], [60, 1], [60, 1], [0, 0]):
         idx = dev.tensor(np.array(rows, np.int32))
         out = dev.run("Gather", table, idx, axis=0)
         np.testing.assert_array_equal(out.numpy(), table.numpy()[rows])
         states.append(dev.last_profile.launch.replay)
-    assert states == ["none", "untraceable", "untraceable"]
-    assert dev.backend.replay_stats.reasons == {"get_value reads a value back into the kernel": 1}
+    assert states == ["none", "traced", "replayed", "retraced", "replayed", "retraced"]
+    assert dev.backend.replay_stats.retraced == 2
+    x = dev.tensor(np.random.default_rng(0).standard_normal((1, 4, 64)).astype(np.float32))
+    scale, bias = (dev.tensor(np.full(4, v, np.float32)) for v in (1.0, 0.0))
+    for _ in range(3):
+        dev.run("InstanceNormalization", x, scale, bias)
+        states.append(dev.last_profile.launch.replay)
+    assert states[-3:] == ["none", "untraceable", "untraceable"]
+    assert dev.backend.replay_stats.reasons == {
+        "get_value reads a value back into the kernel after an effect other than a copy from "
+        "GM": 1}
 
 
 def test_debug_mode_and_replay_off_trace_nothing(monkeypatch):

@@ -74,6 +74,18 @@ GM_MOVE = "gm_move"
 TRACE_STEPS = 2_000_000
 
 
+@dataclass(frozen=True)
+class ValueRead:
+    """A value the kernel's Python read back from an on-core memory while traced (a guard of
+    the trace, replay.py): after `at` steps of the core's trace, the bytes `raw` at byte
+    `offset` of `space`."""
+
+    at: int
+    space: Space
+    offset: int
+    raw: bytes
+
+
 def memory_bytes(chip: ChipSpec, space: Space) -> int:
     return getattr(chip, MEMORY_FIELDS[space][0])
 
@@ -176,6 +188,9 @@ class AICore:
         self.gm_args: dict[int, int] = {}
         self.untraceable: str | None = None
         self.gm_bound: list = []
+        self.reads: list[ValueRead] = []   # values read back while traced (its guards)
+        self._copied_in = 0          # trace steps seen to be copies in and timing only
+        self._contained: set[int] = set()  # trace steps of self-contained effects (execute)
 
     # ---- block lifecycle (driven by the launcher) ----
     @property
@@ -368,13 +383,18 @@ class AICore:
             return -1, 0
         return arg, gm.addr - gm.root[0] + offset
 
-    def execute(self, effect: Callable[[], object]) -> None:
+    def execute(self, effect: Callable[[], object], self_contained: bool = False) -> None:
         """Apply an instruction's effect on on-core memories (nothing in timing-only mode):
-        `effect` holds the views it works on, so a replay applies it again as it is."""
+        `effect` holds the views it works on, so a replay applies it again as it is.
+        `self_contained`: it reads nothing of the core's memories but what its own
+        instruction wrote (a fill with a scalar, a copy's padding), so it may come before a
+        guarded read (`read_back`)."""
         if self.mode.timing_only:
             return
         effect()
         if self.trace is not None:
+            if self_contained:
+                self._contained.add(len(self.trace))
             self.trace.append((_apply, effect))
 
     def execute_gm(self, effect: Callable[[np.ndarray], object], gm: GlobalTensor,
@@ -388,11 +408,34 @@ class AICore:
         if self.trace is not None:
             self.trace.append((_apply_gm, effect, *self._gm_arg(gm, offset), len(view)))
 
-    def read_back(self, what: str) -> None:
-        """The kernel's Python reads a value from an on-core memory (GetValue): what it does
-        next may depend on data, so the launch is not replayed."""
-        if self.trace is not None:
-            self.untraceable = f"{what} reads a value back into the kernel"
+    def read_back(self, what: str, space: Space, offset: int, raw: bytes) -> None:
+        """The kernel's Python reads the bytes `raw` at `offset` of an on-core memory
+        (GetValue): what it does next may depend on them. Traced, the read becomes a guard of
+        the trace when every effect before it on this core copied GM bytes in or was
+        self-contained (a replay can then apply those effects first and read the value again,
+        replay.py); after any other effect the launch is not replayed."""
+        if self.trace is None:
+            return
+        if not self._only_copies_in():
+            self.untraceable = (f"{what} reads a value back into the kernel after an effect "
+                                f"other than a copy from GM")
+            return
+        self.reads.append(ValueRead(len(self.trace), space, offset, raw))
+
+    def _only_copies_in(self) -> bool:
+        """Whether the core's effects so far only copied GM bytes into its memories (each
+        the effect of a GM read just before it) or were self-contained, its other steps
+        timing alone."""
+        trace, i = self.trace, self._copied_in
+        assert trace is not None
+        while i < len(trace):
+            op = trace[i][0]
+            if (op is _apply and i not in self._contained) or (op is _apply_gm and not (
+                    i and trace[i - 1][0] == GM_MOVE and not trace[i - 1][11])):
+                return False
+            i += 1
+        self._copied_in = i
+        return True
 
     def count_flops(self, flops: int) -> None:
         """The Cube's multiply-adds of one Mmad, x 2, for the profile."""

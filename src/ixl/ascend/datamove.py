@@ -232,4 +232,4 @@ def data_copy_pad(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTens
                 else typed[:, lo].copy())
         typed[:, :lo] = fill[:, None]
         typed[:, hi:] = fill[:, None]
-    local.core.execute(fill_pads)
+    local.core.execute(fill_pads, self_contained=True)     # reads only what it copied in

@@ -143,10 +143,12 @@ class LocalTensor:
             raise IllegalInstruction(f"get_value({index}) outside the {self.count} elements")
         core = self.core
         core.issue(Pipe.S, "get_value", core.costs.scalar_issue_cycles)
-        core.read_back("get_value")
+        value = self.view(index + 1)[index:index + 1]
+        core.read_back("get_value", self.space, self.offset + index * self.itemsize,
+                       value.tobytes())
         if core.observers:
             core.observe(Pipe.S, "get_value", (self[index].access(1, "src"),), ())
-        return self.view(index + 1)[index].item()
+        return value[0].item()
 
     def __repr__(self) -> str:
         return (f"LocalTensor({self.position.value}, {self.space.value.lower()} "

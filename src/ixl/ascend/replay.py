@@ -14,11 +14,18 @@ those of running the kernel again.
 The signature is what the kernel's Python sees: the kernel, its host tiling, the arguments'
 names, types, sizes and their addresses modulo the 512-byte burst grid, which arguments are
 one tensor, the block count, the kernel type and the mode. A signature is traced the second
-time it is launched (a launch that runs once pays nothing) and replayed from the third. A
-launch whose Python read a value back from the chip (GetValue: its next steps may depend on
-data), that touched a GM tensor that is not an argument, or whose trace grew too long is not
-kept; debug mode, a timeline record and attached observers trace nothing (every check and
-observer runs on every launch there). IXL_REPLAY=0 turns replay off.
+time it is launched (a launch that runs once pays nothing) and replayed from the third.
+
+Guards. A kernel's Python that reads a value back from the chip (GetValue: a gather's or a
+scatter's indices) may take other steps for other data. Where every effect before such a read
+on its core copied GM bytes in (the indices loaded into UB, nothing computed yet) and no core
+of the launch writes the arguments those copies read, the value is a guard of the trace: a
+replay first makes those copies (they write only what the replay itself writes first) and
+reads each value again; when all are as traced the launch replays, else its Python runs and
+is traced again (`retraced`), the new trace replacing the old. A read after any other effect,
+a GM tensor that is not an argument, or a trace grown too long: not kept. Debug mode, a
+timeline record and attached observers trace nothing (every check and observer runs on every
+launch there). IXL_REPLAY=0 turns replay off.
 """
 
 from __future__ import annotations
@@ -29,10 +36,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .core import EFFECT_STEPS, GM_MOVE, AICore
+from .core import EFFECT_STEPS, GM_MOVE, AICore, CoreId, ValueRead
 from .crosscore import FlagBoard
 from .gm import GlobalTensor, Segment
 from .l2 import CacheMode
+from .memo import MemoCore
 from .schedule import CROSS_WAIT, SYNC_ALL, Interleaver
 
 # A bound on what the kept traces hold ([U]: memory, not a measured optimum): steps in all.
@@ -53,6 +61,7 @@ def replay_enabled() -> bool:
 class CoreTrace:
     steps: list
     peaks: dict
+    reads: list[ValueRead] = field(default_factory=list)     # its guards
 
 
 @dataclass
@@ -65,19 +74,43 @@ class LaunchTrace:
     memos: list = field(default_factory=list)      # its timing memos, latest used first
     joints: dict = field(default_factory=dict)     # its cores' effects in lockstep (lockstep.py)
 
+    @property
+    def guarded(self) -> bool:
+        return any(t.reads for t in self.cores.values())
+
+    def guards_hold(self, memories: Callable[[CoreId], dict], bound: list) -> bool:
+        """Whether the values the traced launch read back are what this launch's cores read
+        (module doc): each guarded core's effects before its last read (copies in and
+        self-contained ones) made on its memories (`memories(core id)`), then each value
+        compared."""
+        for core_id, t in self.cores.items():
+            if not t.reads:
+                continue
+            core = MemoCore(core_id, memories(core_id), bound)
+            for step in t.steps[:t.reads[-1].at]:
+                if step[0] in EFFECT_STEPS:
+                    step[0](core, *step[1:])
+            for r in t.reads:
+                if core.memories[r.space][r.offset:r.offset + len(r.raw)].tobytes() != r.raw:
+                    return False
+        return True
+
 
 @dataclass
 class ReplayStats:
     traced: int = 0         # launches traced and kept
+    retraced: int = 0       # of those, launches whose trace's guards failed (module doc)
     replayed: int = 0       # launches run from a trace
     memoized: int = 0       # of those, launches whose timing came from a memo (memo.py)
     untraceable: int = 0    # launches traced that could not be kept (why: `reasons`)
     reasons: dict = field(default_factory=dict)
 
-    def count(self, why: str | None) -> None:
-        """A launch was traced: kept (`why` None) or not."""
+    def count(self, why: str | None, again: bool = False) -> None:
+        """A launch was traced (`again`: its earlier trace's guards failed): kept (`why`
+        None) or not."""
         if why is None:
             self.traced += 1
+            self.retraced += again
         else:
             self.untraceable += 1
             self.reasons[why] = self.reasons.get(why, 0) + 1
@@ -117,15 +150,20 @@ class TraceCache:
             return False
 
     def keep(self, key: tuple, cores: list[AICore], keep: object) -> str | None:
-        """File the traces `cores` recorded; or, returned, why they cannot be replayed."""
-        why = next((c.untraceable for c in cores if c.untraceable), None)
+        """File the traces `cores` recorded (in place of the signature's earlier trace, if
+        any); or, returned, why they cannot be replayed."""
+        why = next((c.untraceable for c in cores if c.untraceable), None) \
+            or _guards_written(cores)
         with self._lock:
+            old = self._traces.pop(key, None)
+            if old is not None:
+                self._steps -= old.steps
             if why is not None:
                 self._refused[key] = why
                 if len(self._refused) > MAX_SIGNATURES:
                     self._refused.popitem(last=False)
                 return why
-            trace = LaunchTrace({c.core_id: CoreTrace(c.trace or [], dict(c.peaks))
+            trace = LaunchTrace({c.core_id: CoreTrace(c.trace or [], dict(c.peaks), c.reads)
                                  for c in cores}, keep)
             trace.steps = sum(len(t.steps) for t in trace.cores.values())
             self._traces[key] = trace
@@ -135,6 +173,18 @@ class TraceCache:
                 self._steps -= old.steps
         return None
 
+
+
+def _guards_written(cores: list[AICore]) -> str | None:
+    """Why the launch's guards do not hold (a core writes an argument that a guarded core
+    read before a value it read back), or None."""
+    read = {step[3] for c in cores if c.reads and c.trace is not None
+            for step in c.trace[:c.reads[-1].at] if step[0] == GM_MOVE and not step[11]}
+    written = {step[3] for c in cores if c.trace is not None
+               for step in c.trace if step[0] == GM_MOVE and step[11]}
+    if read & written:
+        return "get_value reads a value the launch's copies brought from GM it also writes"
+    return None
 
 
 def signature(args: list[tuple[GlobalTensor, object]], grid: int) -> tuple:

@@ -95,9 +95,10 @@ class LaunchRecord:
     chip: ChipSpec
     kind: KernelType = KernelType.VECTOR
     cross_edges: list = field(default_factory=list)     # recorded cross-core flags (CrossEdge)
-    # replay.py: "traced" (kept to replay), "replayed", "untraceable" (traced, not kept: it
-    # read data back), or "none" (not traced: the first launch of its signature, debug mode,
-    # a record or observers, IXL_REPLAY=0)
+    # replay.py: "traced" (kept to replay), "retraced" (traced again: its trace's guards did
+    # not hold), "replayed", "untraceable" (traced, not kept: it read data back after
+    # computing), or "none" (not traced: the first launch of its signature, debug mode, a
+    # record or observers, IXL_REPLAY=0)
     replay: str = "none"
     timing: str = "timed"     # "memo": a replay whose timing came from a timing memo (memo.py)
 
@@ -235,7 +236,10 @@ class SimulatedChip:
             key = (signature, name, block_num, kind, mode, tuple(order),
                    replay.signature(args, costs.burst_align_bytes))
             trace = self.traces.get(key)
-            if trace is None and self.traces.refused(key):
+            if trace is not None and trace.guarded and not trace.guards_hold(
+                    self.memories.of, replay.bound(args)):
+                trace, replayed = None, "retraced"      # its Python runs, traced again
+            elif trace is None and self.traces.refused(key):
                 key, replayed = None, "untraceable"
             elif trace is None and not self.traces.seen_before(key):
                 key = None
@@ -270,8 +274,11 @@ class SimulatedChip:
                    lambda: self._end_phase(cores)).run(body)
             if key is not None:
                 why = self.traces.keep(key, cores, signature)
-                replayed = "traced" if why is None else "untraceable"
-                self.replay_stats.count(why)
+                if why is not None:
+                    replayed = "untraceable"
+                elif replayed != "retraced":
+                    replayed = "traced"
+                self.replay_stats.count(why, replayed == "retraced")
         left = board.unwaited() if board is not None and mode.debug else []
         if left:
             raise KernelTimeout(f"AI Core execution timed out: the launch ended with "

@@ -329,7 +329,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
         _check_extent(op, dst, count, "dst")
         _check_extent(op, src, count, "src")
         if count:
-            core.execute(partial(_store, dst.view(count), compute, src.view(count)))
+            core.execute(partial(_store, dst.view(count), compute, src.view(count)),
+                         self_contained=not reads_src)
         _issue_count(op, core.costs.vector(op, cost_size, count), count, dst,
                      (src,) if reads_src else ())
         if core.observers:
@@ -341,7 +342,8 @@ def _apply_unary(op, dst, src, count_or_mask, repeat_times, params, compute,
                 (src, p.src_blk_stride, p.src_rep_stride, "src")]
     idx, lanes = _strided(op, operands, count_or_mask, repeat_times)
     if idx is not None:
-        core.execute(_strided_effect(operands, idx, count_or_mask, repeat_times, lanes, compute))
+        core.execute(_strided_effect(operands, idx, count_or_mask, repeat_times, lanes, compute),
+                     self_contained=not reads_src)
     used = operands if reads_src else operands[:1]
     _issue_strided(op, core.costs.vector(op, cost_size, repeat_times * lanes), used,
                    repeat_times if idx is not None else 0)

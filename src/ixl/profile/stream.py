@@ -50,10 +50,12 @@ def summarize(records: Iterable[RunRecord]) -> StreamSummary:
 
 
 def replay_counts(records: Iterable[RunRecord]) -> dict[str, int]:
-    """How the launches of `records` ran (ascend/replay.py): traced (and kept), replayed,
-    untraceable (traced, not kept: they read data back), none (not traced); and memoized:
-    the replayed ones whose timing came from a timing memo (ascend/memo.py)."""
-    counts = {"traced": 0, "replayed": 0, "untraceable": 0, "none": 0, "memoized": 0}
+    """How the launches of `records` ran (ascend/replay.py): traced (and kept), retraced
+    (traced again: the values their trace read back differed), replayed, untraceable
+    (traced, not kept: they read data back after computing), none (not traced); and
+    memoized: the replayed ones whose timing came from a timing memo (ascend/memo.py)."""
+    counts = {"traced": 0, "retraced": 0, "replayed": 0, "untraceable": 0, "none": 0,
+              "memoized": 0}
     for r in records:
         if r.launch is not None:
             counts[r.launch.replay] += 1
