@@ -276,3 +276,24 @@ def test_a_one_by_one_img2col_window_lays_out_l0a_as_the_general_gather(dtype, m
             m.setattr(load._Img2Col, "is_matrix", property(lambda self: False))
             general = l0a(*case)
         assert fast.tobytes() == general.tobytes(), case
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4])
+def test_a_transposing_load_lands_each_square_where_its_lane_maps_say(itemsize):
+    """The transposing 2-D load moves a square as one strided copy (load._LANDINGS); the
+    observers and the sanitizer read the same move from the lane maps (load._square): both
+    put every source element at the same destination, with gaps between repeats and
+    fractals left alone."""
+    from ixl.ascend.cube import load
+
+    src_map, dst_map = load._square(itemsize)
+    dtype = {1: np.int8, 2: np.float16, 4: np.float32}[itemsize]
+    per, frac = len(src_map) * itemsize // 512, 512 // itemsize
+    squares = np.random.default_rng(itemsize).integers(-99, 99, (3, len(src_map))).astype(dtype)
+    room = np.zeros((3, per + 1, frac + 5), dtype)
+    load._land(room[:, :per, 2:2 + frac], squares, itemsize)
+    want = np.zeros_like(room)
+    laid = np.zeros((3, per * frac), dtype)
+    laid[:, dst_map] = squares[:, src_map]
+    want[:, :per, 2:2 + frac] = laid.reshape(3, per, frac)
+    assert room.tobytes() == want.tobytes()

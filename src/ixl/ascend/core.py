@@ -68,7 +68,10 @@ MEMORY_FIELDS = {Space.UB: ("ub_bytes", "block_bytes"), Space.L1: ("l1_bytes", "
                  Space.FB: ("fixpipe_buffer_bytes", "fixpipe_buffer_align")}
 AIC_BASE = 1 << 16      # AIC n has core id AIC_BASE + n: one id space for every core
 # A GM move in a trace: the replay's runner times it in two steps around the core's turn.
+# Its step is (GM_MOVE, pipe, name, argument, offset, ...) with whether it writes at MOVE_WRITE
+# (gm_move lays it out).
 GM_MOVE = "gm_move"
+MOVE_ARG, MOVE_WRITE = 3, 11
 # The most steps a launch's traces may hold in all ([U]: a bound on the memory a trace takes,
 # about 150 bytes a step, not a measured optimum); a longer launch runs its Python every time.
 TRACE_STEPS = 2_000_000
@@ -431,7 +434,7 @@ class AICore:
         while i < len(trace):
             op = trace[i][0]
             if (op is _apply and i not in self._contained) or (op is _apply_gm and not (
-                    i and trace[i - 1][0] == GM_MOVE and not trace[i - 1][11])):
+                    i and trace[i - 1][0] == GM_MOVE and not trace[i - 1][MOVE_WRITE])):
                 return False
             i += 1
         self._copied_in = i

@@ -76,7 +76,8 @@ class PhaseMemo:
     key: bytes             # the fingerprint of the L2 it started from
     entered: list = field(default_factory=list)   # (argument, lines, kind) it entered L2 with
     effects: int = 0       # the launch's effects applied by its end
-    asks: bytes = b""      # what its fingerprint asks of L2 (points, evicted, regions)
+    asks: bytes = field(init=False)   # what its fingerprint asks of L2 (points, evicted,
+                                      # regions): memos that ask alike share one answer
 
     def __post_init__(self) -> None:
         self.asks = self.points.tobytes() + repr((self.evicted, self.regions)).encode()

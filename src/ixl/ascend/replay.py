@@ -36,7 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .core import EFFECT_STEPS, GM_MOVE, AICore, CoreId, ValueRead
+from .core import EFFECT_STEPS, GM_MOVE, MOVE_ARG, MOVE_WRITE, AICore, CoreId, ValueRead
 from .crosscore import FlagBoard
 from .gm import GlobalTensor, Segment
 from .l2 import CacheMode
@@ -178,10 +178,11 @@ class TraceCache:
 def _guards_written(cores: list[AICore]) -> str | None:
     """Why the launch's guards do not hold (a core writes an argument that a guarded core
     read before a value it read back), or None."""
-    read = {step[3] for c in cores if c.reads and c.trace is not None
-            for step in c.trace[:c.reads[-1].at] if step[0] == GM_MOVE and not step[11]}
-    written = {step[3] for c in cores if c.trace is not None
-               for step in c.trace if step[0] == GM_MOVE and step[11]}
+    read = {step[MOVE_ARG] for c in cores if c.reads and c.trace is not None
+            for step in c.trace[:c.reads[-1].at]
+            if step[0] == GM_MOVE and not step[MOVE_WRITE]}
+    written = {step[MOVE_ARG] for c in cores if c.trace is not None
+               for step in c.trace if step[0] == GM_MOVE and step[MOVE_WRITE]}
     if read & written:
         return "get_value reads a value the launch's copies brought from GM it also writes"
     return None

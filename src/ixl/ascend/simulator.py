@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -236,18 +237,20 @@ class SimulatedChip:
             key = (signature, name, block_num, kind, mode, tuple(order),
                    replay.signature(args, costs.burst_align_bytes))
             trace = self.traces.get(key)
+            bound = replay.bound(args)
             if trace is not None and trace.guarded and not trace.guards_hold(
-                    self.memories.of, replay.bound(args)):
+                    self.memories.of, bound):
                 trace, replayed = None, "retraced"      # its Python runs, traced again
             elif trace is None and self.traces.refused(key):
                 key, replayed = None, "untraceable"
             elif trace is None and not self.traces.seen_before(key):
                 key = None
+        record_of = partial(self._record, name, block_num, kind, slots, costs, by_id)
         if trace is not None:
-            record = self._from_memo(name, trace, order, by_id, args, block_num, kind, costs,
-                                     slots)
-            if record is not None:
-                return record
+            timing = self._from_memo(trace, order, bound)
+            if timing is not None:
+                return record_of([(cid, timing[cid].copy(), trace.cores[cid].peaks, [], [])
+                                  for cid in sorted(order)], [], "replayed", "memo")
         phase = self.l2.phase(len(slots))
         cores = [AICore(self.chip, cid, mode, active_cores=len(slots),
                         memories=self.memories.of(cid), observers=tuple(observers),
@@ -283,27 +286,32 @@ class SimulatedChip:
         if left:
             raise KernelTimeout(f"AI Core execution timed out: the launch ended with "
                                 f"cross-core flags set and never waited: {', '.join(left)}")
-        reports = []
-        for c in sorted(cores, key=lambda c: c.core_id):
-            t = memos.CoreTiming.of(c)
-            reports.append(CoreReport(c.core_id, by_id[c.core_id].blocks, t.end, t.pipes,
-                                      c.ub_peak, recorder.slices[c.core_id] if recorder else [],
-                                      recorder.edges[c.core_id] if recorder else [],
-                                      t.compute_busy, t.moving, dict(c.peaks), t.l2,
-                                      t.bank_conflicts))
-        record = LaunchRecord(name, block_num, self.chip.clock_mhz,
-                              costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
-                              self.chip, kind, recorder.cross if recorder else [],
-                              replayed, "timed")
+        record = record_of(
+            [(c.core_id, memos.CoreTiming.of(c), c.peaks,
+              recorder.slices[c.core_id] if recorder else [],
+              recorder.edges[c.core_id] if recorder else [])
+             for c in sorted(cores, key=lambda c: c.core_id)],
+            recorder.cross if recorder else [], replayed, "timed")
         for o in observers:
             o.launch_end(record)
         return record
 
-    def _from_memo(self, name, trace, order, by_id, args, block_num, kind, costs, slots
-                   ) -> LaunchRecord | None:
+    def _record(self, name, block_num, kind, slots, costs, by_id, cores: list, cross: list,
+                how: str, timing: str) -> LaunchRecord:
+        """The launch's record from each core's (id, CoreTiming, peaks, recorded slices and
+        edges), in core order."""
+        reports = [CoreReport(cid, by_id[cid].blocks, t.end, t.pipes, peaks.get(Space.UB, 0),
+                              slices, edges, t.compute_busy, t.moving, dict(peaks), t.l2,
+                              t.bank_conflicts)
+                   for cid, t, peaks, slices, edges in cores]
+        return LaunchRecord(name, block_num, self.chip.clock_mhz,
+                            costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
+                            self.chip, kind, cross, how, timing)
+
+    def _from_memo(self, trace: LaunchTrace, order: list, bound: list) -> dict | None:
         """A replay from a timing memo where L2 is as one found it (memo.py): its effects on
-        the cores' memories and its timing, with no AICore made; None when no memo holds."""
-        bound = replay.bound(args)
+        the cores' memories, with no AICore made, and the memo's timing by core id; None
+        when no memo holds."""
         with np.errstate(all="ignore"):     # the chip gives inf and NaN silently
             memo = memos.take(trace, bound, self.l2)
             if memo is None:
@@ -312,15 +320,7 @@ class SimulatedChip:
                                for cid in order], trace)
         self.replay_stats.replayed += 1
         self.replay_stats.memoized += 1
-        reports = []
-        for cid in sorted(order):
-            t, peaks = memo.timing[cid].copy(), trace.cores[cid].peaks
-            reports.append(CoreReport(cid, by_id[cid].blocks, t.end, t.pipes,
-                                      peaks.get(Space.UB, 0), [], [], t.compute_busy, t.moving,
-                                      dict(peaks), t.l2, t.bank_conflicts))
-        return LaunchRecord(name, block_num, self.chip.clock_mhz,
-                            costs.launch_us(launch_cores(kind, self.chip, slots)), reports,
-                            self.chip, kind, [], "replayed", "memo")
+        return memo.timing
 
     def _replay(self, trace: LaunchTrace, cores: list[AICore], board: FlagBoard | None,
                 flag_latency: float) -> None:
