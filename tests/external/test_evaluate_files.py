@@ -70,7 +70,7 @@ def test_tune_model_minilm_on_two_points_per_op(tmp_path, monkeypatch, capsys):
 @needs_weights
 def test_a_prompts_file_generates_line_by_line(tiny, tmp_path, monkeypatch, capsys):
     tiny_model = tiny[0]
-    monkeypatch.setattr(evaluate, "SmolLM2", lambda chip, dtype: tiny_model)
+    monkeypatch.setattr(evaluate, "SmolLM2", lambda chip, dtype, rungs: tiny_model)
     prompts = ["<|endoftext|>", "<|im_start|><|endoftext|>"]
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n", encoding="utf-8")
     out = tmp_path / "g.jsonl"

@@ -19,7 +19,7 @@ pytestmark = needs_weights
 def tiny_cli(tiny, monkeypatch):
     """The command over the tiny graph (whatever chip and dtype it is given)."""
     model = tiny[0]
-    monkeypatch.setattr(smollm2_cli, "SmolLM2", lambda chip, dtype: model)
+    monkeypatch.setattr(smollm2_cli, "SmolLM2", lambda chip, dtype, rungs: model)
     return model
 
 

@@ -26,7 +26,7 @@ number of them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from ..hixl import ArgSpec, to_numpy
 from ..nixl import Graph, GraphRecord, device
 from ..onnx import Converted
 from ..onnx.passes import cast_floats, optimize, specialize
+from .ladder import check_rungs, climb
 
 SEQUENCE, CAPACITY = "sequence", "capacity"      # the symbolic dims the export names
 GEARS = 64                                        # specialised graphs kept
@@ -46,11 +47,12 @@ class CacheNotInPlace(RuntimeError):
 class CachedDecoder:
     """A converted causal-LM graph with its weights, run step by step on `chip` in `dtype`;
     `weights` names the constants that stay on the device for a whole run. The graph is
-    optimised once (constants folded, exporters' normalisations fused) before its floats are
-    narrowed to `dtype`."""
+    optimised once (constants folded, exporters' normalisations fused) and the decode ladder's
+    `rungs` applied (ladder.py) before its floats are narrowed to `dtype`."""
 
     def __init__(self, converted: Converted, weights: frozenset[str], chip: str = "910B1",
-                 dtype: str = "float32", optimise: bool = True) -> None:
+                 dtype: str = "float32", optimise: bool = True,
+                 rungs: Iterable[str] = ()) -> None:
         ids, positions, *cache = converted.inputs
         if ids.shape != (1, SEQUENCE) or positions.shape != (1, SEQUENCE) or not cache \
                 or len(cache) != len(converted.outputs) - 1 \
@@ -59,11 +61,12 @@ class CachedDecoder:
                              f"{', '.join(map(str, converted.inputs[:3]))}, ...; expected "
                              f"input_ids and position_ids (1, {SEQUENCE}), then cache tensors "
                              f"with a {CAPACITY} axis, one updated cache output for each")
+        self.rungs = check_rungs(rungs)
         graph = optimize(converted.graph) if optimise else converted.graph
+        graph, self.weights = climb(graph, weights, self.rungs)
         self.graph = graph if dtype == "float32" else cast_floats(graph, dtype)
         self.inputs = converted.inputs
         self.chip, self.dtype = chip, dtype
-        self.weights = frozenset(n for n in weights if n in self.graph.constants)
         self.cache = list(zip(self.graph.inputs[2:], self.graph.outputs[1:]))
         self._lock = threading.Lock()
         self._gears: dict[tuple[int, int], Graph] = {}

@@ -26,6 +26,7 @@ from ..executor.options import run_from_args
 from ..files import check_output_file, save_npy, save_text
 from ..hixl import BadInput
 from .cli import OpRow, per_op, print_table
+from .ladder import EVERY
 from .minilm import MiniLM
 from .smollm2 import SmolLM2
 
@@ -70,10 +71,11 @@ class ContinuePrompt(FileLine):
 
     chat: bool = False
     max_new_tokens: int = 32
+    rungs: tuple[str, ...] = EVERY           # the decode ladder's rungs taken
 
     def run(self) -> tuple[bool, dict]:
-        model = worker_local(("smollm2", self.chip, self.dtype),
-                             lambda: SmolLM2(self.chip, self.dtype))
+        model = worker_local(("smollm2", self.chip, self.dtype, self.rungs),
+                             lambda: SmolLM2(self.chip, self.dtype, self.rungs))
         result = model.generate(self.text, self.max_new_tokens, self.chat, fuse=self.fuse)
         return True, {"prompt_tokens": len(result.prompt_ids), "tokens": result.tokens,
                       "text": result.text, "stopped": result.stopped,
@@ -122,12 +124,12 @@ def embed_sweep(path: str, chip: str, dtype: str, fuse: bool) -> Sweep:
 
 
 def generate_sweep(path: str, chip: str, dtype: str, fuse: bool, chat: bool,
-                   max_new_tokens: int) -> Sweep:
+                   max_new_tokens: int, rungs: tuple[str, ...] = EVERY) -> Sweep:
     texts = read_sentences(path, "prompt")
     return Sweep("smollm2 generations",
                  {**file_params(path, texts), "chip": chip, "dtype": dtype, "fuse": fuse,
-                  "chat": chat, "max_new_tokens": max_new_tokens},
-                 [ContinuePrompt(chip, dtype, fuse, n, text, chat, max_new_tokens)
+                  "chat": chat, "max_new_tokens": max_new_tokens, "rungs": list(rungs)},
+                 [ContinuePrompt(chip, dtype, fuse, n, text, chat, max_new_tokens, rungs)
                   for n, text in enumerate(texts, 1)])
 
 
@@ -192,7 +194,7 @@ def cmd_smollm2_file(args: argparse.Namespace) -> int:
                            f"or .json (one list) file")
         check_output_file("--out", args.out_file)
     sweep = generate_sweep(args.file, args.chip, args.dtype, not args.no_fuse, args.chat,
-                           args.max_new_tokens)
+                           args.max_new_tokens, args.rungs)
     report = run_from_args(args, sweep, "generating")
     rows: list[dict[str, Any]] = [
         {"line": task.line, "prompt": task.text, **o.found} if o.ok else

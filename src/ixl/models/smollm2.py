@@ -10,7 +10,7 @@ cache in device memory. The tokenizer and the chat template come from the same f
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -24,6 +24,7 @@ from ..onnx import IxlBackend
 from .decoder import CachedDecoder
 from .gguf_file import GGUFFile
 from .gguf_tokenizer import ChatTemplate, tokenizer_from_gguf
+from .ladder import EVERY, check_rungs
 from .text import check_texts
 from .weights import fill_weights, require_package, weight_map
 
@@ -66,12 +67,15 @@ class Generation:
 
 class SmolLM2:
     """The model on one chip, in one dtype (float16 and bfloat16 accumulate in float32 inside
-    the ops). The weights are dequantised when first needed, once."""
+    the ops), with the decode ladder's `rungs` (ladder.RUNGS; every one unless told). The
+    weights are dequantised when first needed, once."""
 
-    def __init__(self, chip: str = "910B1", dtype: str = "float32") -> None:
+    def __init__(self, chip: str = "910B1", dtype: str = "float32",
+                 rungs: Iterable[str] = EVERY) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
         self.chip, self.dtype = chip, dtype
+        self.rungs = check_rungs(rungs)
         self.gguf = GGUFFile(gguf_path())
         self.tokenizer = tokenizer_from_gguf(self.gguf)
         self.chat_template = ChatTemplate.from_gguf(self.gguf)
@@ -86,7 +90,8 @@ class SmolLM2:
             if self._decoder is None:
                 converted = IxlBackend.prepare(fill_weights(GRAPH, self.gguf)).converted
                 weights = frozenset(weight_map(GRAPH)["initializers"])
-                self._decoder = CachedDecoder(converted, weights, self.chip, self.dtype)
+                self._decoder = CachedDecoder(converted, weights, self.chip, self.dtype,
+                                              rungs=self.rungs)
             return self._decoder
 
     def prompt_text(self, prompt: str, chat: bool = False) -> str:

@@ -18,6 +18,7 @@ from ..hixl import BadInput, to_numpy
 from ..nixl import GraphRecord
 from ..profile.stream import replay_counts
 from .cli import OpRow, per_op, print_launches, print_table
+from .ladder import RUNGS, parse_rungs
 from .smollm2 import DTYPES, Generation, SmolLM2
 from .text import check_texts
 
@@ -47,6 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--chip", default="910B1", help=f"one of {', '.join(CHIPS)} (default 910B1)")
     run.add_argument("--no-fuse", action="store_true",
                      help="run every node as its own kernel (default: fuse elementwise chains)")
+    run.add_argument("--rungs", default="all", metavar="LIST",
+                     help=f"the decode ladder's rungs to take, separated by commas, all or "
+                          f"none (default all: {', '.join(RUNGS)})")
     run.add_argument("--profile", action="store_true",
                      help="also list every run of the first decode step: op, path, time, node")
     run.add_argument("--json", action="store_true", help="print one JSON document instead")
@@ -95,6 +99,7 @@ def phase_json(rows: list[OpRow], total: float, records: list[GraphRecord]) -> d
 
 def cmd_smollm2(args: argparse.Namespace) -> int:
     get_chip(args.chip)                 # before the weights are read
+    args.rungs = parse_rungs(args.rungs)
     if args.max_new_tokens < 1:
         raise BadInput(f"--max-new-tokens {args.max_new_tokens}: give at least 1")
     if args.file:
@@ -106,7 +111,7 @@ def cmd_smollm2(args: argparse.Namespace) -> int:
     if args.out_file:
         raise BadInput("--out goes with --file (the generations of a prompts file)")
     check_texts([args.prompt], "--prompt")
-    model = SmolLM2(args.chip, args.dtype)
+    model = SmolLM2(args.chip, args.dtype, args.rungs)
     stream = not args.json
     if stream and out.is_terminal:
         out.print(f"[dim]{escape(model.prompt_text(args.prompt, args.chat))}[/]", end="")
@@ -131,6 +136,7 @@ def cmd_smollm2(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({
             "model": MODEL, "chip": args.chip, "dtype": args.dtype, "fuse": not args.no_fuse,
+            "rungs": list(args.rungs),
             "prompt": args.prompt, "chat": args.chat, "prompt_tokens": len(result.prompt_ids),
             "tokens": result.tokens, "text": result.text, "stopped": result.stopped,
             "ttft_us": result.ttft_us, "tpot_us": result.tpot_us,

@@ -32,7 +32,7 @@ from .registry import REGISTRY, KernelEntry, Registry
 from .shim import run_shim
 from .tensor import DeviceTensor
 from .tensor_desc import TensorDesc
-from .views import VIEW_OPS
+from .views import VIEW_OPS, contiguous_parts
 
 if TYPE_CHECKING:
     from .tuning import TuningConfig
@@ -160,7 +160,7 @@ class Device:
                 return
             t.alive = False
             if not self.closed:
-                self.allocator.free(t.addr)
+                self.allocator.free(t.block)
 
     def check_fits(self, specs: Sequence[ArgSpec | None], what: str, host_bytes: int = 0) -> None:
         """Refuse a run before anything is made: its device tensors (`specs`) against the free
@@ -206,6 +206,8 @@ class Device:
         out_specs = schema.infer_fn(schema, specs, bound)
         if op in VIEW_OPS and not inputs[0].desc.is_padded:
             return self._view(op, inputs, out_specs[0], bound)
+        if op == "Split" and contiguous_parts(inputs[0].desc, bound["axis"]):
+            return self._parts(inputs, out_specs, bound)
         entry = self.registry.native(op)
         in_descs = [None if t is None or s is None else t.desc if s.value is None
                     else dataclasses.replace(t.desc, value=s.value)
@@ -258,15 +260,32 @@ class Device:
     def _view(self, op: str, inputs, spec: ArgSpec, attrs: dict) -> DeviceTensor:
         """A contiguous tensor re-described: same storage, no data moved, no launch."""
         base = inputs[0]
-        self.allocator.share(base.addr)
+        self.allocator.share(base.block)
         out = DeviceTensor(self, TensorDesc.nd(spec.shape, spec.dtype), base.addr,
-                           f"{op}({base.name})")
+                           f"{op}({base.name})", base.block)
+        self._record_view(op, inputs, attrs, "a view: the same bytes under a new shape")
+        return out
+
+    def _parts(self, inputs, specs: list[ArgSpec], attrs: dict) -> tuple[DeviceTensor, ...]:
+        """A Split whose parts each lie in one contiguous range of its input (nothing but
+        ones before the axis): every part a view at its offset, as a runtime hands out a
+        tensor's storage with an offset (aclCreateTensor's offset); no launch."""
+        base, outs, offset = inputs[0], [], 0
+        for k, spec in enumerate(specs):
+            desc = TensorDesc.nd(spec.shape, spec.dtype)
+            self.allocator.share(base.block)
+            outs.append(DeviceTensor(self, desc, base.addr + offset, f"Split({base.name})[{k}]",
+                                     base.block))
+            offset += desc.nbytes
+        self._record_view("Split", inputs, attrs,
+                          "views: each part a contiguous range of the input's bytes")
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _record_view(self, op: str, inputs, attrs: dict, reason: str) -> None:
         record = RunRecord(op, self.chip.name, "view", [t and t.shape for t in inputs],
-                           base.dtype, reason="a view: the same bytes under a new shape",
-                           attrs=attrs)
+                           inputs[0].dtype, reason=reason, attrs=attrs)
         self.last_profile = record
         self.stream.append(record)
-        return out
 
     def run_graph(self, graph: Graph, feeds: dict, fuse: bool = False) -> dict:
         """Run a graph node by node (or, with `fuse`, chains of elementwise nodes as fused

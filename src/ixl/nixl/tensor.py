@@ -14,10 +14,15 @@ if TYPE_CHECKING:
 
 
 class DeviceTensor:
-    def __init__(self, device: Device, desc: TensorDesc, addr: int, name: str) -> None:
+    """`addr` is where the tensor's bytes start; `block` the allocation holding them (the
+    same address, except for a view into part of another tensor's memory)."""
+
+    def __init__(self, device: Device, desc: TensorDesc, addr: int, name: str,
+                 block: int | None = None) -> None:
         self.device = device
         self.desc = desc
         self.addr = addr
+        self.block = addr if block is None else block
         self.name = name
         self.alive = True
 

@@ -1,0 +1,69 @@
+"""Sibling projections merged into one MatMul (onnx.projections) and the Split after it
+answered with views where its parts are contiguous (nixl.views)."""
+
+import numpy as np
+import pytest
+
+from ixl.nixl import Graph
+from ixl.onnx.projections import merge_projections
+
+
+def projections(rows: int) -> tuple[Graph, dict]:
+    """x (1, rows, 32) times three weights (Q, K and V of different widths), and one more
+    MatMul of x by a weight another node also reads (left alone)."""
+    rng = np.random.default_rng(7)
+    g = Graph(inputs=["x"], outputs=["q", "k", "v", "s", "u"])
+    g.constants = {name: rng.standard_normal((32, n)).astype(np.float32)
+                   for name, n in (("wq", 48), ("wk", 16), ("wv", 16), ("ws", 16))}
+    g.add("MatMul", "x", "wq", outputs=("q0",), name="q_proj")
+    g.add("Relu", "q0", outputs=("q",))
+    g.add("MatMul", "x", "wk", outputs=("k",), name="k_proj")
+    g.add("MatMul", "x", "wv", outputs=("v",), name="v_proj")
+    g.add("MatMul", "x", "ws", outputs=("s",))
+    g.add("Relu", "ws", outputs=("u",))
+    return g, {"x": rng.standard_normal((1, rows, 32)).astype(np.float32)}
+
+
+def test_matmuls_reading_one_activation_become_one_matmul_and_a_split():
+    graph, _ = projections(1)
+    merged, merges = merge_projections(graph)
+    assert [(m.nodes, m.sources) for m in merges] == [
+        (("q_proj", "k_proj", "v_proj"), ("wq", "wk", "wv"))]
+    assert [n.op for n in merged.nodes] == ["MatMul", "Split", "Relu", "MatMul", "Relu"]
+    np.testing.assert_array_equal(
+        merged.constants[merges[0].weight],
+        np.concatenate([graph.constants[n] for n in ("wq", "wk", "wv")], axis=1))
+    assert "wq" not in merged.constants and "ws" in merged.constants
+
+
+@pytest.mark.parametrize("rows, split_path", [(1, "view"), (3, "native")])
+def test_the_merged_graph_gives_the_same_results(dev, rows, split_path):
+    """One row: the Split's parts are contiguous ranges of the product, views at offsets (no
+    launch); three rows: the Split kernel runs. Either way the outputs are those of the three
+    MatMuls, and every tensor is freed with its last view."""
+    graph, feeds = projections(rows)
+    before = {n: t.numpy() for n, t in dev.run_graph(graph, feeds).items()}
+    launches = dev.last_graph.launches
+    outputs = dev.run_graph(merge_projections(graph)[0], feeds)
+    split = next(r for r in dev.last_graph.runs if r.op == "Split")
+    assert split.path == split_path
+    assert dev.last_graph.launches == launches - 2 + (split_path == "native")
+    for name, t in outputs.items():
+        np.testing.assert_allclose(t.numpy(), before[name], rtol=1e-6, atol=1e-6)
+        t.free()
+    assert dev.allocator.stats.live_bytes == 0
+
+
+def test_a_split_of_a_tensor_with_rows_before_the_axis_is_not_a_view(dev):
+    x = np.arange(24, dtype=np.float32).reshape(2, 12)
+    sizes = dev.tensor(np.array([4, 8]))
+    for axis, path in ((1, "native"), (0, "view")):
+        t = dev.tensor(x)
+        parts = dev.run("Split", t, sizes, axis=axis) if axis else \
+            dev.run("Split", t, dev.tensor(np.array([1, 1])), axis=0)
+        assert dev.last_profile.path == path
+        expected = np.split(x, [4], axis=1) if axis else np.split(x, 2, axis=0)
+        for part, want in zip(parts, expected):
+            np.testing.assert_array_equal(part.numpy(), want)
+            part.free()
+        t.free()
