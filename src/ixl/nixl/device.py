@@ -266,7 +266,8 @@ class Device:
         self._record_view(op, inputs, attrs, "a view: the same bytes under a new shape")
         return out
 
-    def _parts(self, inputs, specs: list[ArgSpec], attrs: dict) -> tuple[DeviceTensor, ...]:
+    def _parts(self, inputs, specs: list[ArgSpec], attrs: dict
+               ) -> DeviceTensor | tuple[DeviceTensor, ...]:
         """A Split whose parts each lie in one contiguous range of its input (nothing but
         ones before the axis): every part a view at its offset, as a runtime hands out a
         tensor's storage with an offset (aclCreateTensor's offset); no launch."""
