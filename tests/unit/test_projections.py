@@ -67,3 +67,58 @@ def test_a_split_of_a_tensor_with_rows_before_the_axis_is_not_a_view(dev):
             np.testing.assert_array_equal(part.numpy(), want)
             part.free()
         t.free()
+
+
+def transpose_then_matmul(perm) -> Graph:
+    g = Graph(inputs=["a", "c"], outputs=["y"])
+    g.add("Transpose", "c", outputs=("ct",), perm=list(perm))
+    g.add("MatMul", "a", "ct", outputs=("y",))
+    return g
+
+
+# (A's shape, the stored tensor's shape, perm): attention's K^T and V out of a cache laid out
+# (positions, heads, head dim), a transposed 2-D weight (A batched: the batch folds into M),
+# and sizes off the fractal grid, one row, a tail of K and of N
+TRANSPOSED = [((1, 3, 3, 64), (16, 3, 64), (1, 2, 0)), ((1, 3, 3, 16), (16, 3, 64), (1, 0, 2)),
+              ((1, 3, 5, 64), (37, 3, 64), (1, 2, 0)), ((1, 3, 5, 37), (37, 3, 64), (1, 0, 2)),
+              ((2, 5, 33), (70, 33), (1, 0)), ((1, 20), (300, 20), (1, 0)),
+              ((4, 9, 17), (4, 17, 23), (0, 1, 2)), ((2, 7, 19), (2, 30, 19), (0, 2, 1))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("a_shape, c_shape, perm", TRANSPOSED)
+def test_a_transposed_b_is_read_in_place_with_the_same_bits(a_shape, c_shape, perm, dtype):
+    """With fusion on, a Transpose that only a MatMul reads (as B) is a view and the Cube reads
+    B with its strides: the product has the bits of the Transpose launched and the MatMul on
+    its contiguous result, in one launch instead of two."""
+    from ixl.nixl import device
+
+    rng = np.random.default_rng(len(a_shape) * 31 + c_shape[0])
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    c = rng.standard_normal(c_shape).astype(np.float32)
+    results = {}
+    for fuse in (False, True):
+        with device() as dev:
+            out = dev.run_graph(transpose_then_matmul(perm),
+                                {"a": dev.tensor(a, dtype), "c": dev.tensor(c, dtype)}, fuse=fuse)
+            results[fuse] = out["y"].numpy()
+            paths = [(r.op, r.path) for r in dev.last_graph.runs]
+            out["y"].free()
+        assert paths == ([("Transpose", "view"), ("MatMul", "native")] if fuse else
+                         [("Transpose", "native"), ("MatMul", "native")])
+    np.testing.assert_array_equal(results[True], results[False])
+    want = np.matmul(a, np.transpose(c, perm))
+    np.testing.assert_allclose(results[True].astype(np.float32), want,
+                               rtol=1e-2 if dtype == "float16" else 1e-5, atol=5e-2)
+
+
+def test_a_transpose_read_by_anything_but_a_matmul_b_launches(dev):
+    g = Graph(inputs=["a", "c"], outputs=["y", "z"])
+    g.add("Transpose", "c", outputs=("ct",), perm=[1, 0])
+    g.add("MatMul", "a", "ct", outputs=("y",))
+    g.add("Relu", "ct", outputs=("z",))
+    out = dev.run_graph(g, {"a": np.ones((2, 3), np.float32),
+                            "c": np.ones((4, 3), np.float32)}, fuse=True)
+    assert dev.last_graph.runs[0].path == "native"
+    for t in out.values():
+        t.free()

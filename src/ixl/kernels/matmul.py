@@ -201,14 +201,15 @@ class MatmulKernel(CubeQueues):
                 n_value=bm, d_value=kc, src_d_value=sh.k, dst_nz_c0_stride=bm))
         self.a1.enque(a1)
         b1 = self.b1.alloc_tensor(self.dtype)
+        ldb = sh.ldb
         if sh.trans_b:        # NZ(B^T): bn positions of kc channels
-            asc.data_copy(b1, self.b[b_off + n0 * sh.k + k0], asc.Nd2NzParams(
-                n_value=bn, d_value=kc, src_d_value=sh.k, dst_nz_c0_stride=bn))
+            asc.data_copy(b1, self.b[b_off + n0 * ldb + k0], asc.Nd2NzParams(
+                n_value=bn, d_value=kc, src_d_value=ldb, dst_nz_c0_stride=bn))
         elif self.dtype.itemsize == 4:
-            copy_f32_blocks(b1, self.b[b_off + k0 * sh.n + n0], bn, kc, sh.n)
+            copy_f32_blocks(b1, self.b[b_off + k0 * ldb + n0], bn, kc, ldb)
         else:                 # NZ(B), rows padded to whole fractals for 2-D loads
-            asc.data_copy(b1, self.b[b_off + k0 * sh.n + n0], asc.Nd2NzParams(
-                n_value=kc, d_value=bn, src_d_value=sh.n,
+            asc.data_copy(b1, self.b[b_off + k0 * ldb + n0], asc.Nd2NzParams(
+                n_value=kc, d_value=bn, src_d_value=ldb,
                 dst_nz_c0_stride=round_up(kc, FRACTAL)))
         self.b1.enque(b1)
 
@@ -421,9 +422,10 @@ def _plan(ins: list[TensorDesc], outs: list[TensorDesc], attrs: dict, chip: Chip
 # ---------------------------------------------------------------- registration
 
 def declines(shape: MatmulShape, descs: list) -> str | None:
-    """What the Cube kernel does not take: padded or fractal storage, rows longer than an
-    ND2NZ copy's source pitch."""
-    if any(d is not None and d.is_padded for d in descs):
+    """What the Cube kernel does not take: padded or fractal storage (B may be a transposed
+    view: matmul_shape reads its strides), rows longer than an ND2NZ copy's source pitch."""
+    if any(d is not None and d.is_padded and (i != 1 or d.perm is None)
+           for i, d in enumerate(descs)):
         return "padded or fractal storage runs on the shim"
     pitch = max(shape.lda, shape.ldb)
     if pitch > ND2NZ_MAX_PITCH:

@@ -46,7 +46,8 @@ class MatmulShape:
     """out[i] (m x n) = op(A)[i] (m x k) . op(B)[i] (k x n) for every index i of the output's
     batch dims. A is stored m x k (k x m when trans_a), B k x n (n x k when trans_b); the
     strides say how far apart (in elements) the matrices of A and B lie along each batch dim,
-    0 where that operand is broadcast."""
+    0 where that operand is broadcast. B's rows may lie further apart than packed (`b_pitch`:
+    a transposed view of a tensor whose other dims sit between them)."""
 
     m: int
     k: int
@@ -57,6 +58,7 @@ class MatmulShape:
     b_strides: tuple[int, ...] = ()
     trans_a: bool = False
     trans_b: bool = False
+    b_pitch: int = 0           # elements from one stored row of B to the next; 0: packed
 
     @property
     def batches(self) -> int:
@@ -79,7 +81,8 @@ class MatmulShape:
 
     @property
     def ldb(self) -> int:
-        return self.k if self.trans_b else self.n
+        """B's row pitch as stored."""
+        return self.b_pitch or (self.k if self.trans_b else self.n)
 
 
 def _batch_strides(dims: tuple[int, ...], batch: tuple[int, ...], matrix: int) -> tuple:
@@ -98,6 +101,8 @@ def matmul_shape(a: TensorDesc, b: TensorDesc) -> MatmulShape:
     other, the batch folds into M (one taller product: larger tiles, B read once per tile)."""
     m, k = (1, a.shape[0]) if len(a.shape) == 1 else a.shape[-2:]
     n = 1 if len(b.shape) == 1 else b.shape[-1]
+    if b.perm is not None:
+        return _transposed_b(a, b, m, k, n)
     a_batch, b_batch = a.shape[:-2], b.shape[:-2]
     batch = broadcast_shapes("MatMul", [a_batch, b_batch])
     a_strides = _batch_strides(a_batch, batch, m * k)
@@ -105,6 +110,27 @@ def matmul_shape(a: TensorDesc, b: TensorDesc) -> MatmulShape:
     if batch and not any(b_strides) and a_batch == batch:
         return MatmulShape(m * math.prod(batch), k, n, a.dtype)
     return _normal(MatmulShape(m, k, n, a.dtype, batch, a_strides, b_strides))
+
+
+def _transposed_b(a: TensorDesc, b: TensorDesc, m: int, k: int, n: int) -> MatmulShape:
+    """The product with B a transposed view (TensorDesc.transposed, at least 2-D): its
+    matrices lie at its batch strides; a contiguous N is B as stored with a row pitch, a
+    contiguous K is B^T (transB) with one. ValueError when neither is."""
+    a_batch, b_batch = a.shape[:-2], b.shape[:-2]
+    batch = broadcast_shapes("MatMul", [a_batch, b_batch])
+    lead = (1,) * (len(batch) - len(b_batch))
+    b_strides = tuple(0 if d == 1 else s for d, s in zip(lead + b_batch,
+                                                        lead + b.strides[:-2]))
+    stride_k, stride_n = b.strides[-2:]
+    if stride_n != 1 and stride_k != 1:
+        raise ValueError(f"a transposed B {b} has neither K nor N contiguous")
+    trans_b = stride_n != 1
+    pitch = stride_n if trans_b else stride_k
+    if batch and not any(b_strides) and a_batch == batch:     # one B: the batch folds into M
+        return _normal(MatmulShape(m * math.prod(batch), k, n, a.dtype, trans_b=trans_b,
+                                   b_pitch=pitch))
+    return _normal(MatmulShape(m, k, n, a.dtype, batch, _batch_strides(a_batch, batch, m * k),
+                               b_strides, trans_b=trans_b, b_pitch=pitch))
 
 
 def gemm_shape(a: TensorDesc, b: TensorDesc, trans_a: int, trans_b: int) -> MatmulShape:
@@ -115,9 +141,12 @@ def gemm_shape(a: TensorDesc, b: TensorDesc, trans_a: int, trans_b: int) -> Matm
 
 def _normal(shape: MatmulShape) -> MatmulShape:
     """A one-row A or one-column B lies the same in memory transposed or not: take it as not
-    (one ND2NZ row instead of a column of single elements)."""
+    (one ND2NZ row instead of a column of single elements); such a B's rows are then its
+    single elements, packed."""
+    flip_b = shape.trans_b and shape.n == 1
     return replace(shape, trans_a=shape.trans_a and shape.m > 1,
-                   trans_b=shape.trans_b and shape.n > 1)
+                   trans_b=shape.trans_b and not flip_b,
+                   b_pitch=0 if flip_b else shape.b_pitch)
 
 
 # ---------------------------------------------------------------- tiling data

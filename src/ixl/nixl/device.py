@@ -31,7 +31,7 @@ from .record import RunRecord
 from .registry import REGISTRY, KernelEntry, Registry
 from .shim import run_shim
 from .tensor import DeviceTensor
-from .tensor_desc import TensorDesc
+from .tensor_desc import Format, TensorDesc
 from .views import VIEW_OPS, contiguous_parts
 
 if TYPE_CHECKING:
@@ -281,6 +281,22 @@ class Device:
         self._record_view("Split", inputs, attrs,
                           "views: each part a contiguous range of the input's bytes")
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def transposed(self, x: DeviceTensor, perm: Sequence[int]) -> DeviceTensor:
+        """Transpose as a view: `x`'s bytes read with permuted strides (TensorDesc.transposed),
+        for readers whose kernels take a transposed operand (a MatMul's B); no launch."""
+        with self._lock:
+            self._check_open()
+            self._own(x, "Transpose input")
+            if x.desc.is_padded or x.desc.format is not Format.ND:
+                raise BadInput(f"a transposed view needs an unpadded ND tensor; {x.name} is "
+                               f"{x.desc}")
+            self.allocator.share(x.block)
+            out = DeviceTensor(self, TensorDesc.transposed(x.desc, perm), x.addr,
+                               f"Transpose({x.name})", x.block)
+            self._record_view("Transpose", [x], {"perm": list(perm)},
+                              "a view: its readers read the bytes transposed")
+            return out
 
     def _record_view(self, op: str, inputs, attrs: dict, reason: str) -> None:
         record = RunRecord(op, self.chip.name, "view", [t and t.shape for t in inputs],

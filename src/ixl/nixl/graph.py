@@ -9,6 +9,10 @@ then writes into that input's memory and its output is the input itself: only th
 slices move, which is how a KV cache allocated once is written in place step after step. The
 native kernel does it when it takes the case (launched with no output, its data input
 declared in place); the host writes the slices when it declines.
+
+With fusion on, a Transpose whose every reader is a MatMul taking it as B (attention's K^T and
+V out of a cache laid out by position) is a view (TensorDesc.transposed): the Cube reads B with
+the permuted strides, as an ND2NZ copy's source pitch allows, and no Transpose launches.
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from .fusion import find_chain, run_chain
 from .launch import run_native
 from .record import RunRecord
 from .tensor import DeviceTensor
+from .tensor_desc import TensorDesc
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from .device import Device
-    from .tensor_desc import TensorDesc
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,25 @@ def in_place(graph: Graph, index: int, last_use: dict[str, int]) -> bool:
     data = node.inputs[0]
     return (data in graph.donated and last_use.get(data) == index
             and data not in graph.outputs and data not in node.inputs[1:])
+
+
+def transposed_for_matmul(graph: Graph, index: int, readers: dict[str, list[tuple[str, int]]],
+                          env: dict) -> tuple[int, ...] | None:
+    """The perm of node `index` when it is a Transpose of an unpadded ND tensor whose output
+    only MatMuls read, as B, and one of whose last two dims stays contiguous (a row pitch or
+    a transposed B); else None."""
+    node = graph.nodes[index]
+    if node.op != "Transpose" or node.outputs[0] in graph.outputs or node.inputs[0] not in env:
+        return None
+    uses = readers.get(node.outputs[0], [])
+    if not uses or any(use != ("MatMul", 1) for use in uses):
+        return None
+    x = env[node.inputs[0]].desc
+    perm = tuple(node.attrs.get("perm") or range(len(x.shape))[::-1])
+    if len(perm) < 2 or x.is_padded or sorted(perm) != list(range(len(x.shape))):
+        return None
+    view = TensorDesc.transposed(x, perm)
+    return perm if 1 in view.strides[-2:] else None
 
 
 def scatter_in_place(device: Device, node: Node, data: DeviceTensor, indices: DeviceTensor,
@@ -213,9 +236,11 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
             device._own(value, f"graph feed {name}")
     last_use: dict[str, int] = {}
     consumers: dict[str, int] = {}
+    readers: dict[str, list[tuple[str, int]]] = {}
     for i, node in enumerate(graph.nodes):
-        for name in node.inputs:
+        for k, name in enumerate(node.inputs):
             last_use[name] = i
+            readers.setdefault(name, []).append((node.op, k))
         for name in set(node.inputs):
             consumers[name] = consumers.get(name, 0) + 1
     env: dict = {}
@@ -264,6 +289,17 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 for name, t in zip(node.outputs, branch_outputs):
                     env[name] = t
                     owned[name] = None
+                release_dead(dict.fromkeys(node.inputs), i)
+                i += 1
+                continue
+            perm = transposed_for_matmul(graph, i, readers, env) if fuse else None
+            if perm is not None:
+                node = graph.nodes[i]
+                env[node.outputs[0]] = device.transposed(env[node.inputs[0]], perm)
+                owned[node.outputs[0]] = None
+                assert device.last_profile is not None         # the view's record
+                device.last_profile.nodes = [node.name]
+                records.append(device.last_profile)
                 release_dead(dict.fromkeys(node.inputs), i)
                 i += 1
                 continue

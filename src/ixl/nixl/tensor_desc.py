@@ -31,6 +31,8 @@ class TensorDesc:
     storage_shape: tuple[int, ...]    # dims as laid out in GM (padded where the layout needs)
     format: Format = Format.ND
     value: tuple | None = None        # contents the host read back (axes, shape, k inputs)
+    perm: tuple[int, ...] | None = None   # a transposed view: logical dim i is stored dim
+                                          # perm[i] of an ND tensor of storage_shape
 
     @classmethod
     def nd(cls, shape: Sequence[int], dtype: str) -> TensorDesc:
@@ -48,6 +50,15 @@ class TensorDesc:
         return cls(dtype, shape, shape[:-1] + (last,), Format.ND)
 
     @classmethod
+    def transposed(cls, base: TensorDesc, perm: Sequence[int]) -> TensorDesc:
+        """A view of the ND tensor `base` with its dims permuted (a Transpose without a copy):
+        the same bytes, read with `base`'s strides permuted. Kernels that take it say so;
+        to every other it is a layout they do not read (is_padded)."""
+        perm = tuple(int(p) for p in perm)
+        return cls(base.dtype, tuple(base.shape[p] for p in perm), base.storage_shape,
+                   Format.ND, perm=perm)
+
+    @classmethod
     def in_format(cls, shape: Sequence[int], dtype: str, fmt: Format | str) -> TensorDesc:
         """A tensor of logical `shape` stored in format `fmt`."""
         fmt = Format(fmt)
@@ -61,6 +72,8 @@ class TensorDesc:
 
     def to_storage(self, array: np.ndarray) -> np.ndarray:
         """The logical `array` as stored (padding zeroed, fractals laid out)."""
+        if self.perm is not None:
+            return np.ascontiguousarray(np.transpose(array, np.argsort(self.perm)))
         if self.format is Format.FRACTAL_NZ:
             return formats.nd_to_nz(array, self.storage_shape[-1])
         if self.format is Format.NC1HWC0:
@@ -73,6 +86,8 @@ class TensorDesc:
 
     def from_storage(self, stored: np.ndarray) -> np.ndarray:
         """The logical tensor of the stored array."""
+        if self.perm is not None:
+            return np.transpose(stored, self.perm).copy()
         if self.format is Format.FRACTAL_NZ:
             return formats.nz_to_nd(stored, cast("tuple[int, int]", self.shape[-2:]))
         if self.format is Format.NC1HWC0:
@@ -108,7 +123,8 @@ class TensorDesc:
         for d in reversed(self.storage_shape):
             out.append(step)
             step *= d
-        return tuple(reversed(out))
+        stored = tuple(reversed(out))
+        return stored if self.perm is None else tuple(stored[p] for p in self.perm)
 
     @property
     def is_padded(self) -> bool:
@@ -120,4 +136,6 @@ class TensorDesc:
 
     def __str__(self) -> str:
         storage = "" if not self.is_padded else f" storage {list(self.storage_shape)}"
+        if self.perm is not None:
+            storage += f" transposed {list(self.perm)}"
         return f"{self.dtype}{list(self.shape)} {self.format.value}{storage}"

@@ -1,6 +1,7 @@
 """Ops that only re-describe a contiguous tensor: the runtime answers them with a view of the
 same device memory (no kernel, no copy, no modeled time), as a production runtime does; a
-Split whose parts each lie contiguous in its input is views at offsets."""
+Split whose parts each lie contiguous in its input is views at offsets. (A Transpose that only
+MatMuls read as B is a transposed view too: graph.transposed_for_matmul.)"""
 
 from __future__ import annotations
 
