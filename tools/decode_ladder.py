@@ -1,13 +1,16 @@
 """SmolLM2's decode ladder, measured: for each dtype and each rung taken in turn (none, then
 every rung up to it), the launches of a decode step, the modeled time to the first token and
 per output token, the share of the weight floor that per-token time reaches, and the greedy
-tokens against the committed reference. Modeled times, deterministic: the README's ladder
-table is this script's output.
+tokens against the committed reference; then each step's time split into the launches'
+overhead, the weight bytes and the KV cache bytes at the GM peak, and the rest (compute, syncs,
+moves below the peak), with `--plot` as a picture. Modeled times, deterministic: the README's
+ladder tables are this script's output.
 
 The weight floor is the bytes a decode step must read (every weight once; of the embedding,
-one row) at the chip's modeled GM bandwidth (ascend/costs: gm_bytes_per_cycle at its clock).
+one row) at the chip's modeled GM bandwidth (ascend/costs: gm_bytes_per_cycle at its clock);
+the KV bytes are every cache's whole capacity, which attention reads.
 
-    python tools/decode_ladder.py [--tokens 8] [--dtype float32 ...]
+    python tools/decode_ladder.py [--tokens 8] [--dtype float32 ...] [--plot docs/decode_ladder.png]
 """
 
 from __future__ import annotations
@@ -26,23 +29,52 @@ from ixl.models.ladder import RUNGS
 REFERENCE = Path(__file__).resolve().parents[1] / "tests/external/data/smollm2_reference.json"
 
 
+def gm_us(model: SmolLM2, nbytes: int) -> float:
+    """`nbytes` at the chip's modeled GM bandwidth."""
+    chip = get_chip(model.chip)
+    per_second = cost_table(chip.arch).raw["gm_bytes_per_cycle"] * chip.clock_mhz * 1e6
+    return nbytes / per_second * 1e6
+
+
 def floor_us(model: SmolLM2) -> float:
     """A decode step's weight bytes over the modeled GM bandwidth: every resident weight,
     except a Gather's table (the embedding), of which one row."""
     decoder = model.decoder
     gear = decoder.gear(1, 2)
     gathered = {n.inputs[0] for n in gear.nodes if n.op == "Gather"}
-    nbytes = sum(decoder.graph.constants[n].nbytes if n not in gathered
-                 else decoder.graph.constants[n][0].nbytes for n in decoder.weights)
-    chip = get_chip(model.chip)
-    per_second = cost_table(chip.arch).raw["gm_bytes_per_cycle"] * chip.clock_mhz * 1e6
-    return nbytes / per_second * 1e6
+    return gm_us(model, sum(decoder.graph.constants[n].nbytes if n not in gathered
+                            else decoder.graph.constants[n][0].nbytes for n in decoder.weights))
+
+
+PARTS = ("launch overhead", "weight bytes", "KV bytes", "compute, syncs, moves below peak")
+
+
+def plot(splits: dict[str, dict[str, float]], path: str) -> None:
+    """One stacked bar per (dtype, rungs): the decode step's time by part."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(splits) + 1.8))
+    labels = list(splits)
+    left = [0.0] * len(labels)
+    for part in PARTS:
+        widths = [splits[label][part] for label in labels]
+        ax.barh(labels, widths, left=left, label=part)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.invert_yaxis()
+    ax.set_xlabel("modeled us per decode step (910B1)")
+    ax.set_title("SmolLM2-135M decode: where a step's time goes, per ladder rung")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.4, -0.18), ncol=len(PARTS), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=8, help="new tokens per generation")
     ap.add_argument("--dtype", action="append", choices=("float32", "float16", "bfloat16"))
+    ap.add_argument("--plot", metavar="FILE.png", help="draw the split of a step's time")
     args = ap.parse_args()
     if args.tokens < 2:
         ap.error(f"--tokens {args.tokens}: give at least 2 (a prefill and a decode step)")
@@ -53,18 +85,33 @@ def main() -> None:
     print("| dtype | rungs | launches per step | time to first token | per output token "
           "| weight floor | share of the floor | tokens equal to the reference |")
     print("|---|---|---|---|---|---|---|---|")
+    splits: dict[str, dict[str, float]] = {}
     for dtype in args.dtype or ["float32", "float16", "bfloat16"]:
         for rungs in ladder:
             model = SmolLM2(dtype=dtype, rungs=rungs)
             g = model.generate(ref["prompt"], args.tokens)
             floor = floor_us(model)
+            steps = g.records[1:]
+            launch = sum(r.launch_us for r in steps) / len(steps)
+            kv = gm_us(model, model.decoder.cache_bytes(g.capacity))
+            assert g.tpot_us is not None              # --tokens >= 2, no end-of-turn
+            splits[f"{dtype}, {' + '.join(rungs) or 'none'}"] = dict(zip(PARTS, (
+                launch, floor, kv, g.tpot_us - launch - floor - kv)))
             same = next((k for k, (a, b) in enumerate(zip(g.tokens, ref["new_ids"])) if a != b),
                         len(g.tokens))
-            launches = int(np.mean([r.launches for r in g.records[1:]]))
-            assert g.tpot_us is not None              # --tokens >= 2, no end-of-turn
+            launches = int(np.mean([r.launches for r in steps]))
             print(f"| {dtype} | {' + '.join(rungs) or 'none (as exported)'} | {launches} "
                   f"| {g.ttft_us:.1f} us | {g.tpot_us:.1f} us | {floor:.1f} us "
                   f"| {floor / g.tpot_us:.1%} | {same} of {len(g.tokens)} |", flush=True)
+    print("\nA decode step's time by part (modeled us; the weight and KV bytes at the GM peak)\n")
+    print("| dtype, rungs | " + " | ".join(PARTS) + " | step |")
+    print("|---" * (len(PARTS) + 2) + "|")
+    for label, split in splits.items():
+        print(f"| {label} | " + " | ".join(f"{split[p]:.1f}" for p in PARTS)
+              + f" | {sum(split.values()):.1f} |")
+    if args.plot:
+        plot(splits, args.plot)
+        print(f"\n{args.plot} written")
 
 
 if __name__ == "__main__":
