@@ -39,34 +39,40 @@ def test_matmuls_reading_one_activation_become_one_matmul_and_a_split():
 @pytest.mark.parametrize("rows, split_path", [(1, "view"), (3, "native")])
 def test_the_merged_graph_gives_the_same_results(dev, rows, split_path):
     """One row: the Split's parts are contiguous ranges of the product, views at offsets (no
-    launch); three rows: the Split kernel runs. Either way the outputs are those of the three
-    MatMuls, and every tensor is freed with its last view."""
+    launch; a fused graph run); three rows: the Split kernel runs. Either way the outputs are
+    those of the three MatMuls, and every tensor is freed with its last view."""
     graph, feeds = projections(rows)
     before = {n: t.numpy() for n, t in dev.run_graph(graph, feeds).items()}
-    launches = dev.last_graph.launches
-    outputs = dev.run_graph(merge_projections(graph)[0], feeds)
+    assert dev.last_graph.launches == 6
+    outputs = dev.run_graph(merge_projections(graph)[0], feeds, fuse=True)
     split = next(r for r in dev.last_graph.runs if r.op == "Split")
     assert split.path == split_path
-    assert dev.last_graph.launches == launches - 2 + (split_path == "native")
+    # the merged MatMul, the Relu after Q, the other MatMul and Relu (and the Split kernel)
+    assert dev.last_graph.launches == 4 + (split_path == "native")
     for name, t in outputs.items():
         np.testing.assert_allclose(t.numpy(), before[name], rtol=1e-6, atol=1e-6)
         t.free()
     assert dev.allocator.stats.live_bytes == 0
 
 
-def test_a_split_of_a_tensor_with_rows_before_the_axis_is_not_a_view(dev):
+def test_a_split_is_views_only_in_a_graph_run_with_fusion_and_contiguous_parts(dev):
+    """Parts along axis 0 of (2, 12) are contiguous: views in a fused graph run; along axis 1
+    they are not: the Split kernel. Run as an op (dev.run, `ixl run Split`), or with fusion
+    off, a Split always runs its kernel."""
     x = np.arange(24, dtype=np.float32).reshape(2, 12)
-    sizes = dev.tensor(np.array([4, 8]))
-    for axis, path in ((1, "native"), (0, "view")):
-        t = dev.tensor(x)
-        parts = dev.run("Split", t, sizes, axis=axis) if axis else \
-            dev.run("Split", t, dev.tensor(np.array([1, 1])), axis=0)
-        assert dev.last_profile.path == path
-        expected = np.split(x, [4], axis=1) if axis else np.split(x, 2, axis=0)
-        for part, want in zip(parts, expected):
-            np.testing.assert_array_equal(part.numpy(), want)
-            part.free()
-        t.free()
+    for axis, fuse, path in ((0, True, "view"), (1, True, "native"), (0, False, "native")):
+        g = Graph(inputs=["x"], outputs=["a", "b"])
+        g.constants = {"sizes": np.array([1, 1] if axis == 0 else [4, 8])}
+        g.add("Split", "x", "sizes", outputs=("a", "b"), axis=axis)
+        out = dev.run_graph(g, {"x": x}, fuse=fuse)
+        assert dev.last_graph.runs[0].path == path
+        for name, want in zip("ab", np.split(x, [1] if axis == 0 else [4], axis=axis)):
+            np.testing.assert_array_equal(out[name].numpy(), want)
+            out[name].free()
+    parts = dev.run("Split", dev.tensor(x), dev.tensor(np.array([1, 1])), axis=0)
+    assert dev.last_profile.path == "native"
+    for part in parts:
+        part.free()
 
 
 def transpose_then_matmul(perm) -> Graph:

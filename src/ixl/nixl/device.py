@@ -193,7 +193,16 @@ class Device:
         with self._lock:
             return self._run(op, inputs, config, attrs)
 
-    def _run(self, op: str, inputs: tuple, config: dict | None, attrs: dict):
+    def split_as_views(self, *inputs: DeviceTensor | None, **attrs: Any
+                       ) -> DeviceTensor | tuple[DeviceTensor, ...]:
+        """A Split whose parts each lie contiguous in its input (nothing but ones before the
+        axis) as views at offsets, no launch (what the graph runtime does with fusion on);
+        any other Split runs as `run` runs it."""
+        with self._lock:
+            return self._run("Split", inputs, None, attrs, views=True)
+
+    def _run(self, op: str, inputs: tuple, config: dict | None, attrs: dict,
+             views: bool = False):
         self._check_open()
         schema = get_op(op)
         schema.check_count(len(inputs))
@@ -206,7 +215,7 @@ class Device:
         out_specs = schema.infer_fn(schema, specs, bound)
         if op in VIEW_OPS and not inputs[0].desc.is_padded:
             return self._view(op, inputs, out_specs[0], bound)
-        if op == "Split" and contiguous_parts(inputs[0].desc, bound["axis"]):
+        if views and op == "Split" and contiguous_parts(inputs[0].desc, bound["axis"]):
             return self._parts(inputs, out_specs, bound)
         entry = self.registry.native(op)
         in_descs = [None if t is None or s is None else t.desc if s.value is None

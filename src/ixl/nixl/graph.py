@@ -12,7 +12,8 @@ declared in place); the host writes the slices when it declines.
 
 With fusion on, a Transpose whose every reader is a MatMul taking it as B (attention's K^T and
 V out of a cache laid out by position) is a view (TensorDesc.transposed): the Cube reads B with
-the permuted strides, as an ND2NZ copy's source pitch allows, and no Transpose launches.
+the permuted strides, as an ND2NZ copy's source pitch allows, and no Transpose launches; and a
+Split whose parts lie contiguous in its input is views at offsets (Device.split_as_views).
 """
 
 from __future__ import annotations
@@ -317,7 +318,8 @@ def run_graph(device: Device, graph: Graph, feeds: dict, fuse: bool = False
                 continue
             node = graph.nodes[i]
             args = [env[n] if n else None for n in node.inputs]
-            result = device.run(node.op, *args, **node.attrs)
+            result = device.split_as_views(*args, **node.attrs) if fuse and node.op == "Split" \
+                else device.run(node.op, *args, **node.attrs)
             results = result if isinstance(result, tuple) else (result,)
             last = device.last_profile
             assert last is not None                 # the run just made it

@@ -1,7 +1,8 @@
 """Ops that only re-describe a contiguous tensor: the runtime answers them with a view of the
-same device memory (no kernel, no copy, no modeled time), as a production runtime does; a
-Split whose parts each lie contiguous in its input is views at offsets. (A Transpose that only
-MatMuls read as B is a transposed view too: graph.transposed_for_matmul.)"""
+same device memory (no kernel, no copy, no modeled time), as a production runtime does. In a
+graph run with fusion on, a Split whose parts each lie contiguous in its input is views at
+offsets and a Transpose that only MatMuls read as B a transposed view (graph.py); a Split or a
+Transpose run as an op runs its kernel."""
 
 from __future__ import annotations
 
