@@ -101,36 +101,32 @@ def matmul_shape(a: TensorDesc, b: TensorDesc) -> MatmulShape:
     other, the batch folds into M (one taller product: larger tiles, B read once per tile)."""
     m, k = (1, a.shape[0]) if len(a.shape) == 1 else a.shape[-2:]
     n = 1 if len(b.shape) == 1 else b.shape[-1]
-    if b.perm is not None:
-        return _transposed_b(a, b, m, k, n)
     a_batch, b_batch = a.shape[:-2], b.shape[:-2]
     batch = broadcast_shapes("MatMul", [a_batch, b_batch])
     a_strides = _batch_strides(a_batch, batch, m * k)
-    b_strides = _batch_strides(b_batch, batch, k * n)
+    b_strides, trans_b, pitch = _b_layout(b, batch, k * n)
     if batch and not any(b_strides) and a_batch == batch:
-        return MatmulShape(m * math.prod(batch), k, n, a.dtype)
-    return _normal(MatmulShape(m, k, n, a.dtype, batch, a_strides, b_strides))
+        return _normal(MatmulShape(m * math.prod(batch), k, n, a.dtype, trans_b=trans_b,
+                                   b_pitch=pitch))
+    return _normal(MatmulShape(m, k, n, a.dtype, batch, a_strides, b_strides, trans_b=trans_b,
+                               b_pitch=pitch))
 
 
-def _transposed_b(a: TensorDesc, b: TensorDesc, m: int, k: int, n: int) -> MatmulShape:
-    """The product with B a transposed view (TensorDesc.transposed, at least 2-D): its
-    matrices lie at its batch strides; a contiguous N is B as stored with a row pitch, a
-    contiguous K is B^T (transB) with one. ValueError when neither is."""
-    a_batch, b_batch = a.shape[:-2], b.shape[:-2]
-    batch = broadcast_shapes("MatMul", [a_batch, b_batch])
+def _b_layout(b: TensorDesc, batch: tuple[int, ...], matrix: int
+              ) -> tuple[tuple[int, ...], bool, int]:
+    """B's batch strides, whether it lies transposed and its row pitch (0: packed). A
+    transposed view (TensorDesc.transposed) lies at its own strides: a contiguous N is B as
+    stored with a row pitch, a contiguous K is B^T (transB) with one; ValueError when
+    neither is."""
+    b_batch = b.shape[:-2]
+    if b.perm is None:
+        return _batch_strides(b_batch, batch, matrix), False, 0
     lead = (1,) * (len(batch) - len(b_batch))
-    b_strides = tuple(0 if d == 1 else s for d, s in zip(lead + b_batch,
-                                                        lead + b.strides[:-2]))
+    strides = tuple(0 if d == 1 else s for d, s in zip(lead + b_batch, lead + b.strides[:-2]))
     stride_k, stride_n = b.strides[-2:]
     if stride_n != 1 and stride_k != 1:
         raise ValueError(f"a transposed B {b} has neither K nor N contiguous")
-    trans_b = stride_n != 1
-    pitch = stride_n if trans_b else stride_k
-    if batch and not any(b_strides) and a_batch == batch:     # one B: the batch folds into M
-        return _normal(MatmulShape(m * math.prod(batch), k, n, a.dtype, trans_b=trans_b,
-                                   b_pitch=pitch))
-    return _normal(MatmulShape(m, k, n, a.dtype, batch, _batch_strides(a_batch, batch, m * k),
-                               b_strides, trans_b=trans_b, b_pitch=pitch))
+    return strides, stride_n != 1, stride_k if stride_n == 1 else stride_n
 
 
 def gemm_shape(a: TensorDesc, b: TensorDesc, trans_a: int, trans_b: int) -> MatmulShape:

@@ -21,8 +21,6 @@ RUNGS = {
     "merged-projections": "Q, K and V (and gate and up) as one MatMul each, the weights "
                           "concatenated once at load",
 }
-
-
 EVERY = tuple(RUNGS)
 
 
