@@ -21,6 +21,7 @@ from . import (  # noqa: F401 (imported for registration)
     pool,
     reduce,
     resize,
+    rotary,
     scatter,
     slice,
     sort,

@@ -33,8 +33,8 @@ import numpy as np
 from ..hixl import ArgSpec, to_numpy
 from ..nixl import Graph, GraphRecord, device
 from ..onnx import Converted
-from ..onnx.passes import cast_floats, optimize, specialize
-from .ladder import check_rungs, climb
+from ..onnx.passes import cast_floats, optimize, specialized
+from .ladder import check_rungs, climb, climb_gear
 
 SEQUENCE, CAPACITY = "sequence", "capacity"      # the symbolic dims the export names
 GEARS = 64                                        # specialised graphs kept
@@ -48,7 +48,8 @@ class CachedDecoder:
     """A converted causal-LM graph with its weights, run step by step on `chip` in `dtype`;
     `weights` names the constants that stay on the device for a whole run. The graph is
     optimised once (constants folded, exporters' normalisations fused) and the decode ladder's
-    `rungs` applied (ladder.py) before its floats are narrowed to `dtype`."""
+    `rungs` applied (ladder.py) before its floats are narrowed to `dtype`; the rungs that
+    need shapes apply to each gear."""
 
     def __init__(self, converted: Converted, weights: frozenset[str], chip: str = "910B1",
                  dtype: str = "float32", optimise: bool = True,
@@ -93,7 +94,8 @@ class CachedDecoder:
         specs = {ids: ArgSpec((1, length), "int64"), positions: ArgSpec((1, length), "int64")}
         specs.update({name: ArgSpec(self.cache_shape(name, capacity), self.dtype)
                       for name, _ in self.cache})
-        folded = specialize(self.graph, specs)
+        folded, known = specialized(self.graph, specs)
+        folded = climb_gear(folded, known.specs, self.rungs)
         weights = [n for n in folded.constants if n in self.weights]
         graph = Graph(inputs=folded.inputs + weights, outputs=folded.outputs,
                       nodes=folded.nodes,

@@ -7,19 +7,23 @@ launches out of a step without changing what it computes. The rungs so far:
 - `merged-projections`: the MatMuls that read one activation (Q, K and V; gate and up) as one
   MatMul by their weights concatenated once at load (onnx.projections); in a decode step the
   Split of its result is views.
+- `fused-rotary`: a layer's query and key rotations (rotate_half, six launches) as one
+  ApplyRotaryPosEmb (onnx.rotary); it needs the shapes, so it applies to each gear.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..hixl import BadInput
+from ..hixl import ArgSpec, BadInput
 from ..nixl import Graph
 from ..onnx.projections import merge_projections
+from ..onnx.rotary import fuse_rotary
 
 RUNGS = {
     "merged-projections": "Q, K and V (and gate and up) as one MatMul each, the weights "
                           "concatenated once at load",
+    "fused-rotary": "a layer's query and key rotary embeddings as one ApplyRotaryPosEmb",
 }
 EVERY = tuple(RUNGS)
 
@@ -54,3 +58,11 @@ def climb(graph: Graph, weights: frozenset[str], rungs: tuple[str, ...]
         graph, merges = merge_projections(graph)
         weights = weights | {m.weight for m in merges if weights.issuperset(m.sources)}
     return graph, frozenset(n for n in weights if n in graph.constants)
+
+
+def climb_gear(graph: Graph, specs: dict[str, ArgSpec], rungs: tuple[str, ...]) -> Graph:
+    """A gear's graph (specialised: `specs` has its values' shapes) with the rungs that need
+    shapes applied."""
+    if "fused-rotary" in rungs:
+        graph, _ = fuse_rotary(graph, specs)
+    return graph

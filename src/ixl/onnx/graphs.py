@@ -1,5 +1,5 @@
 """Graph surgery the ONNX layer shares: the free names of a subgraph, inlining one graph into
-another under fresh names."""
+another under fresh names, pruning what a rewrite left unread."""
 
 from __future__ import annotations
 
@@ -48,4 +48,16 @@ def prune_constants(graph: Graph) -> Graph:
     """`graph` without the constants no node reads any more."""
     read = {n for node in graph.nodes for n in node.inputs} | set(graph.outputs)
     return Graph(list(graph.inputs), list(graph.outputs), list(graph.nodes),
-                 {n: v for n, v in graph.constants.items() if n in read})
+                 {n: v for n, v in graph.constants.items() if n in read}, graph.donated)
+
+
+def prune_dead(graph: Graph) -> Graph:
+    """`graph` without the nodes whose results nothing reads (a rewrite's leftovers)."""
+    read = set(graph.outputs)
+    kept: list[Node] = []
+    for node in reversed(graph.nodes):
+        if read.intersection(node.outputs):
+            kept.append(node)
+            read.update(node.inputs)
+    return Graph(list(graph.inputs), list(graph.outputs), kept[::-1], dict(graph.constants),
+                 graph.donated)

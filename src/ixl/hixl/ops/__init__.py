@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     matmul,
     norm,
     pool,
+    position,
     reduce,
     resize,
     shape,
