@@ -117,7 +117,9 @@ class Region:
 
 
 class RotaryKernel:
-    def __init__(self, ctx: KernelContext, query, key, cos, sin, query_out, key_out) -> None:
+    def __init__(self, ctx: KernelContext, query: asc.GlobalTensor, key: asc.GlobalTensor,
+                 cos: asc.GlobalTensor, sin: asc.GlobalTensor, query_out: asc.GlobalTensor,
+                 key_out: asc.GlobalTensor) -> None:
         tiling: RotaryTiling = ctx.tiling
         self.tiling, self.chip = tiling, ctx.chip
         self.query, self.key, self.cos, self.sin = query, key, cos, sin
@@ -159,7 +161,8 @@ class RotaryKernel:
             self.compute(tokens)
             self.copy_out(t0, tokens)
 
-    def _halves(self, slot, gm, region: Region, t0: int, tokens: int, inbound: bool) -> None:
+    def _halves(self, slot: asc.LocalTensor, gm: asc.GlobalTensor, region: Region, t0: int,
+                tokens: int, inbound: bool) -> None:
         """Both halves of `tokens` tokens' rows of `gm` into (out of) the slot's half rows."""
         t = self.tiling
         rows, dim = tokens * region.heads, 2 * t.half
@@ -197,7 +200,8 @@ class RotaryKernel:
         self.out_q.enque(y)
         self.in_q.free_tensor(x)
 
-    def rotate(self, dst, src, region: Region, i: int, tables: tuple) -> None:
+    def rotate(self, dst: asc.LocalTensor, src: asc.LocalTensor, region: Region, i: int,
+               tables: tuple) -> None:
         """Token i's heads of one tensor: y1 = x1 * cos1 - x2 * sin1, y2 = x2 * cos2 +
         x1 * sin2, a repeat per head, a piece of a repeat's lanes at a time."""
         t = self.tiling
