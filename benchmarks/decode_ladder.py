@@ -10,7 +10,8 @@ The weight floor is the bytes a decode step must read (every weight once; of the
 one row) at the chip's modeled GM bandwidth (ascend/costs: gm_bytes_per_cycle at its clock);
 the KV bytes are every cache's whole capacity, which attention reads.
 
-    python benchmarks/decode_ladder.py [--tokens 8] [--dtype float32 ...] [--plot docs/decode_ladder.png]
+    python benchmarks/decode_ladder.py [--tokens 8] [--dtype float32 ...]
+        [--plot docs/decode_ladder.png]
 """
 
 from __future__ import annotations

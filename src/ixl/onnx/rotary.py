@@ -27,6 +27,7 @@ from ..hixl import ArgSpec
 from ..nixl import Graph
 from ..nixl.graph import Node
 from .graphs import prune_constants, prune_dead
+from .patterns import View
 
 
 @dataclass(frozen=True)
@@ -59,25 +60,19 @@ def _negates_first_half(sign: np.ndarray | None, dim: int) -> bool:
     return bool(np.all(row[:half] == -1) and np.all(row[half:] == 1))
 
 
-class _Finder:
-    """The rotations of a specialised graph: who produces and who reads each value."""
+class _Finder(View):
+    """The rotations of a specialised graph: its producers and readers, and every value's
+    shape."""
 
     def __init__(self, graph: Graph, specs: dict[str, ArgSpec]) -> None:
-        self.graph, self.specs = graph, specs
-        self.producer = {out: i for i, n in enumerate(graph.nodes) for out in n.outputs}
-        self.uses: dict[str, int] = {}
-        for node in graph.nodes:
-            for name in node.inputs:
-                self.uses[name] = self.uses.get(name, 0) + 1
-        for name in graph.outputs:
-            self.uses[name] = self.uses.get(name, 0) + 1
+        super().__init__(graph)
+        self.specs = specs
+        self.index = {id(node): i for i, node in enumerate(graph.nodes)}
 
-    def made_by(self, name: str, op: str) -> tuple[int, Node] | None:
-        """The node of type `op` that makes `name`, read only once."""
-        i = self.producer.get(name)
-        if i is None or self.graph.nodes[i].op != op or self.uses.get(name) != 1:
-            return None
-        return i, self.graph.nodes[i]
+    def indexed(self, name: str, op: str) -> tuple[int, Node] | None:
+        """The node of type `op` that makes `name`, read only once, and its index."""
+        node = self.made_by(name, op)
+        return None if node is None else (self.index[id(node)], node)
 
     def rotation(self, i: int) -> Rotation | None:
         """The rotation whose Add is node i, or None."""
@@ -91,12 +86,12 @@ class _Finder:
         return None
 
     def _match(self, i: int, plain: str, rotated: str) -> Rotation | None:
-        first, second = self.made_by(plain, "Mul"), self.made_by(rotated, "Mul")
+        first, second = self.indexed(plain, "Mul"), self.indexed(rotated, "Mul")
         if first is None or second is None:
             return None
         for x, cos in (first[1].inputs, first[1].inputs[::-1]):
             for gathered, signed in (second[1].inputs, second[1].inputs[::-1]):
-                gather = self.made_by(gathered, "Gather")
+                gather = self.indexed(gathered, "Gather")
                 if gather is None or gather[1].inputs[0] != x:
                     continue
                 spec = self.specs.get(x)
@@ -114,8 +109,7 @@ class _Finder:
 
     def _unsigned(self, signed: str, dim: int) -> str | None:
         """The table `signed` is the product of, by the first-half negation."""
-        i = self.producer.get(signed)
-        node = self.graph.nodes[i] if i is not None else None
+        node = self.producer.get(signed)
         if node is None or node.op != "Mul" or len(node.inputs) != 2:
             return None
         for table, sign in (node.inputs, node.inputs[::-1]):
