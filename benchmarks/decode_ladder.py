@@ -1,7 +1,8 @@
 """SmolLM2's decode ladder, measured: for each dtype and each rung taken in turn (none, then
 every rung up to it), the launches of a decode step, the modeled time to the first token and
 per output token, the share of the weight floor that per-token time reaches, and the greedy
-tokens against the committed reference; then each step's time split into the launches'
+tokens against the committed reference (with the top-5 overlap and the largest logit error
+against its logits); then each step's time split into the launches'
 overhead, the weight bytes and the KV cache bytes at the GM peak, and the rest (compute, syncs,
 moves below the peak), with `--plot` as a picture. Modeled times, deterministic: the README's
 ladder tables are this script's output.
@@ -27,7 +28,8 @@ from ixl.ascend.costs import cost_table
 from ixl.models import SmolLM2
 from ixl.models.ladder import RUNGS
 
-REFERENCE = Path(__file__).resolve().parents[1] / "tests/external/data/smollm2_reference.json"
+DATA = Path(__file__).resolve().parents[1] / "tests/external/data"
+REFERENCE = DATA / "smollm2_reference.json"
 
 
 def gm_us(model: SmolLM2, nbytes: int) -> float:
@@ -45,6 +47,20 @@ def floor_us(model: SmolLM2) -> float:
     gathered = {n.inputs[0] for n in gear.nodes if n.op == "Gather"}
     return gm_us(model, sum(decoder.graph.constants[n].nbytes if n not in gathered
                             else decoder.graph.constants[n][0].nbytes for n in decoder.weights))
+
+
+def agreement(logits: list[np.ndarray], same: int, reference: dict) -> tuple[float, float]:
+    """Over the steps up to the first token that differs (the same context as the
+    reference's): the mean overlap of the top 5 with the reference's, and the largest error of
+    the logits the reference keeps (its top k and a fixed vocabulary sample)."""
+    overlap, error = [], 0.0
+    for k, row in enumerate(logits[:min(same + 1, len(reference["topk_ids_0"]))]):
+        top = reference["topk_ids_0"][k]
+        overlap.append(len(set(np.argsort(-row)[:5]) & set(top[:5])) / 5)
+        for ids, want in ((top, reference["topk_logits_0"][k]),
+                          (reference["sample_ids"], reference["sample_logits_0"][k])):
+            error = max(error, float(np.max(np.abs(row[ids] - want))))
+    return float(np.mean(overlap)), error
 
 
 PARTS = ("launch overhead", "weight bytes", "KV bytes", "compute, syncs, moves below peak")
@@ -80,17 +96,19 @@ def main() -> None:
     if args.tokens < 2:
         ap.error(f"--tokens {args.tokens}: give at least 2 (a prefill and a decode step)")
     ref = json.loads(REFERENCE.read_text())["prompts"][0]
+    logits = dict(np.load(DATA / "smollm2_logits.npz"))
     ladder = [()] + [tuple(RUNGS)[:i + 1] for i in range(len(RUNGS))]
     print(f'"{ref["prompt"]}", {len(ref["input_ids"])} prompt tokens, {args.tokens} new '
           f'(a prefill and {args.tokens - 1} decode steps)\n')
     print("| dtype | rungs | launches per step | time to first token | per output token "
-          "| weight floor | share of the floor | tokens equal to the reference |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| weight floor | share of the floor | tokens equal to the reference "
+          "| top-5 overlap | max logit error |")
+    print("|---" * 10 + "|")
     splits: dict[str, dict[str, float]] = {}
     for dtype in args.dtype or ["float32", "float16", "bfloat16"]:
         for rungs in ladder:
             model = SmolLM2(dtype=dtype, rungs=rungs)
-            g = model.generate(ref["prompt"], args.tokens)
+            g = model.generate(ref["prompt"], args.tokens, keep_logits=True)
             floor = floor_us(model)
             steps = g.records[1:]
             launch = sum(r.launch_us for r in steps) / len(steps)
@@ -101,9 +119,11 @@ def main() -> None:
             same = next((k for k, (a, b) in enumerate(zip(g.tokens, ref["new_ids"])) if a != b),
                         len(g.tokens))
             launches = int(np.mean([r.launches for r in steps]))
+            overlap, error = agreement(g.logits, same, logits)
             print(f"| {dtype} | {' + '.join(rungs) or 'none (as exported)'} | {launches} "
                   f"| {g.ttft_us:.1f} us | {g.tpot_us:.1f} us | {floor:.1f} us "
-                  f"| {floor / g.tpot_us:.1%} | {same} of {len(g.tokens)} |", flush=True)
+                  f"| {floor / g.tpot_us:.1%} | {same} of {len(g.tokens)} | {overlap:.0%} "
+                  f"| {error:.2g} |", flush=True)
     print("\nA decode step's time by part (modeled us; the weight and KV bytes at the GM peak)\n")
     print("| dtype, rungs | " + " | ".join(PARTS) + " | step |")
     print("|---" * (len(PARTS) + 2) + "|")
