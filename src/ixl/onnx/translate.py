@@ -418,7 +418,8 @@ TRANSLATORS: dict[str, Translator] = {
 EXPANSIONS = frozenset({"LSTM", "GRU", "Loop", "Dropout"})
 
 # ixl ops that are not ONNX ops (an ONNX model naming them is not asking for ixl's semantics).
-NOT_ONNX = frozenset({"Maximum", "Minimum", "Silu", "Rsqrt", "Adds", "Muls", "Sort", "TransData"})
+NOT_ONNX = frozenset({"Maximum", "Minimum", "Silu", "Rsqrt", "Adds", "Muls", "Sort", "TransData",
+                      "ApplyRotaryPosEmb"})
 
 
 def translator(op_type: str) -> Translator | None:
