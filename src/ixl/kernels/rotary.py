@@ -86,7 +86,7 @@ def plan(ins: list, outs: list, attrs: dict, chip: ChipSpec,
                          f"reaches ({chip.max_repeat} blocks)")
     heads = q_heads + k_heads
     row = pitch * isz
-    widened = row * COMPUTE.itemsize // isz if isz != COMPUTE.itemsize else 0
+    widened = pitch * COMPUTE.itemsize if isz != COMPUTE.itemsize else 0
 
     def ub_bytes(tile: int) -> int:
         ins_rows, out_rows = _slot_rows(tile, heads)
@@ -208,7 +208,8 @@ class RotaryKernel:
         cos1, cos2, sin1, sin2 = tables
         lanes = self.chip.lanes(COMPUTE.itemsize)
         stride = t.pitch * COMPUTE.itemsize // self.chip.block_bytes
-        params = asc.BinaryRepeatParams(1, 1, 1, stride, stride, 0)
+        by_table = asc.BinaryRepeatParams(1, 1, 1, stride, stride, 0)   # the row per repeat
+        strided = asc.BinaryRepeatParams(1, 1, 1, stride, stride, stride)
         for h0 in range(0, region.heads, self.chip.max_repeat):
             repeat = min(self.chip.max_repeat, region.heads - h0)
             row1 = (region.first + i * region.heads + h0) * t.pitch
@@ -219,10 +220,9 @@ class RotaryKernel:
                 y1, y2, tmp = dst[row1 + off], dst[row2 + off], self.tmp[off]
                 for out, a, ca, b, sb, combine in ((y1, x1, cos1, x2, sin1, asc.sub),
                                                    (y2, x2, cos2, x1, sin2, asc.add)):
-                    asc.mul(out, a, ca[off], mask, repeat, params)
-                    asc.mul(tmp, b, sb[off], mask, repeat, params)
-                    combine(out, out, tmp, mask, repeat, asc.BinaryRepeatParams(
-                        1, 1, 1, stride, stride, stride))
+                    asc.mul(out, a, ca[off], mask, repeat, by_table)
+                    asc.mul(tmp, b, sb[off], mask, repeat, by_table)
+                    combine(out, out, tmp, mask, repeat, strided)
 
     def copy_out(self, t0: int, tokens: int) -> None:
         y = self.out_q.deque()

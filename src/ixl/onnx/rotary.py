@@ -101,16 +101,15 @@ class _Finder(View):
                 if gather[1].attrs.get("axis", 0) not in (-1, len(spec.shape) - 1) \
                         or not _swaps_halves(_constant(self.graph, gather[1].inputs[1]), dim):
                     continue
-                sin = self._unsigned(signed, dim)
-                if sin is not None and self._fits(x, cos, sin, self.graph.nodes[i].outputs[0]):
-                    return Rotation(x, cos, sin, self.graph.nodes[i].outputs[0],
-                                    (first[0], gather[0], second[0], i))
+                sin, total = self._unsigned(signed, dim), self.graph.nodes[i].outputs[0]
+                if sin is not None and self._fits(x, cos, sin, total):
+                    return Rotation(x, cos, sin, total, (first[0], gather[0], second[0], i))
         return None
 
     def _unsigned(self, signed: str, dim: int) -> str | None:
         """The table `signed` is the product of, by the first-half negation."""
-        node = self.producer.get(signed)
-        if node is None or node.op != "Mul" or len(node.inputs) != 2:
+        node = self.made_by(signed, "Mul", private=False)      # every rotation reads it
+        if node is None or len(node.inputs) != 2:
             return None
         for table, sign in (node.inputs, node.inputs[::-1]):
             if table not in self.graph.constants \
