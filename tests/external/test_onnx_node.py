@@ -42,8 +42,6 @@ XFAIL = {
     r"^test_equal_string": "string tensors: ixl computes on numbers and booleans only",
     r"^test_(identity|if)_(opt|sequence|seq)$|^test_loop(13_seq|16_seq_none)$":
         "optional and sequence values: ixl runs tensors only",
-    r"^test_range_.*_expanded$|^test_loop11$":
-        "a Loop whose trip count is a graph input: ixl unrolls loops with a constant trip count",
     r"^test_batchnorm_.*_training_mode$":
         "BatchNormalization in training mode (batch statistics, running averages): ixl runs "
         "inference",

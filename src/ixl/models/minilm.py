@@ -127,7 +127,9 @@ class MiniLM:
     def prepared(self) -> IxlBackendRep:
         """The converted model with its weights, before its input shapes are fixed."""
         weights = self.folder / weight_map(GRAPH)["file"]
-        return IxlBackend.prepare(fill_weights(GRAPH, weights), chip=self.chip)
+        rep = IxlBackend.prepare(fill_weights(GRAPH, weights), chip=self.chip)
+        assert isinstance(rep, IxlBackendRep)           # its graph converts before it runs
+        return rep
 
     def encode(self, text: str) -> Encoded:
         check_texts([text], "text")

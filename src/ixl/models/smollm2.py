@@ -20,7 +20,7 @@ from tokenizers.decoders import DecodeStream
 
 from ..hixl import BadInput
 from ..nixl import GraphRecord
-from ..onnx import IxlBackend
+from ..onnx import IxlBackend, IxlBackendRep
 from .decoder import CachedDecoder
 from .gguf_file import GGUFFile
 from .gguf_tokenizer import ChatTemplate, tokenizer_from_gguf
@@ -88,7 +88,9 @@ class SmolLM2:
     def decoder(self) -> CachedDecoder:
         with self._lock:
             if self._decoder is None:
-                converted = IxlBackend.prepare(fill_weights(GRAPH, self.gguf)).converted
+                rep = IxlBackend.prepare(fill_weights(GRAPH, self.gguf))
+                assert isinstance(rep, IxlBackendRep)   # its graph converts before it runs
+                converted = rep.converted
                 weights = frozenset(weight_map(GRAPH)["initializers"])
                 self._decoder = CachedDecoder(converted, weights, self.chip, self.dtype,
                                               rungs=self.rungs)

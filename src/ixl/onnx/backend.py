@@ -11,6 +11,13 @@ run's record as host work taking no device time. Specialisations are cached by t
 and values, as the kernels' host tilings are (nixl.tiling_cache). Optional shape buckets pad
 named dims up to a multiple (zeros, for models that mask padding, as an attention mask does)
 and crop the outputs' dims of the same names.
+
+Some models cannot be converted before they run: an LSTM or GRU whose sequence axis is a
+named dim has no length to unroll, a Loop whose trip count comes from the input shapes (as
+tf2onnx writes recurrent layers) or from an input's value has no count. Such a model
+(errors.NeedsShapes) is converted at its first run with the inputs' concrete shapes, and where
+those are not enough with the values of its small inputs too, once per distinct set
+(`RunConvertedRep`), each conversion then specialised as any model is.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from ..hixl import ArgSpec, BadInput
 from ..hixl.dtypes import name_of
 from ..nixl import Device, GraphRecord, RunRecord, device, log
 from ..nixl.graph import Graph
-from .convert import Converted, ValueSpec, convert
+from .convert import Converted, Declared, ValueSpec, convert, declared_only
+from .errors import NeedsShapes
 from .passes import host_only_inputs, optimize, specialized
 from .structure import check_weights, without_weights
 
@@ -55,26 +63,7 @@ class IxlBackendRep(BackendRep):
     def feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         """Inputs by position (a list or one array) or by name (a dict), checked against the
         model's declared dtypes."""
-        specs = self.converted.inputs
-        if isinstance(inputs, dict):
-            missing = [s.name for s in specs if s.name not in inputs]
-            if missing:
-                raise BadInput(f"model inputs not given: {', '.join(missing)}")
-            arrays = [inputs[s.name] for s in specs]
-        else:
-            arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
-            if len(arrays) != len(specs):
-                raise BadInput(f"the model takes {len(specs)} input(s) "
-                                 f"({', '.join(map(str, specs))}), got {len(arrays)}")
-        feeds = {}
-        for spec, array in zip(specs, arrays):
-            array = np.asarray(array)
-            if name_of(array.dtype) != spec.dtype:
-                raise BadInput(f"input {spec.name} is {array.dtype}, the model declares "
-                                 f"{spec.dtype}")
-            check_shape(spec, array.shape, self.dim_ranges)
-            feeds[spec.name] = array
-        return feeds
+        return checked_feeds(self.converted.inputs, inputs, self.dim_ranges)
 
     def run(self, inputs: Any, fuse: bool = False, timing_only: bool = False,
             dev: Device | None = None, **kwargs: Any) -> tuple[np.ndarray, ...]:
@@ -144,6 +133,115 @@ class IxlBackendRep(BackendRep):
                 self._calls.pop(next(iter(self._calls)))
             self._calls[key] = (graph, host_nodes)
         return graph, host_nodes
+
+
+# Inputs whose values a conversion may read (a Loop's trip count, its condition, the bounds a
+# Range's trip count comes from): inputs of at most this many elements ([U]: counts, flags and
+# bounds are scalars; the bound keeps data, whose values would make one conversion per call,
+# out of the key).
+SMALL_INPUT = 16
+
+
+class RunConvertedRep(BackendRep):
+    """A model converted at its first run (module docstring): the model as declared, and one
+    IxlBackendRep per set of input shapes (with the small inputs' values where the
+    shapes were not enough), made when a run first needs it."""
+
+    def __init__(self, model: onnx.ModelProto, declared: Declared, chip: str = "910B1",
+                 debug: bool | None = None, dim_ranges: dict | None = None,
+                 buckets: dict | None = None) -> None:
+        self.model = model
+        self.converted = declared           # inputs and outputs as declared; no graph yet
+        self.chip, self.debug = chip, debug
+        self.dim_ranges = dict(dim_ranges or {})
+        self.buckets = check_buckets(buckets or {})
+        self.last_graph: GraphRecord | None = None
+        self._reps: dict = {}               # by shapes, then (shapes, values) where needed
+        self._lock = threading.Lock()
+
+    def feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        return checked_feeds(self.converted.inputs, inputs, self.dim_ranges)
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """IxlBackendRep.run on the conversion for these inputs."""
+        feeds = self.feeds(inputs)
+        rep = self.for_run(feeds)
+        try:
+            return rep.run(feeds, **kwargs)
+        finally:
+            self.last_graph = rep.last_graph
+
+    def optimised(self, feeds: dict, fixed: frozenset[str] = frozenset()) -> IxlBackendRep:
+        return self.for_run(feeds).optimised(feeds, fixed)
+
+    def for_run(self, feeds: dict[str, np.ndarray]) -> IxlBackendRep:
+        """The model converted for inputs like `feeds` (cached)."""
+        specs = {n: ArgSpec(a.shape, name_of(a.dtype)) for n, a in feeds.items()}
+        key: tuple = tuple((n, s.shape, s.dtype) for n, s in specs.items())
+        with self._lock:
+            rep = self._reps.get(key)
+            if rep is None:
+                rep = self._converted(key, specs, None)
+            if rep is _NEEDS_VALUES:
+                values = {n: a for n, a in feeds.items() if a.size <= SMALL_INPUT}
+                key = (key, tuple((n, a.tobytes()) for n, a in values.items()))
+                rep = self._reps.get(key) or self._converted(key, specs, values)
+            assert isinstance(rep, IxlBackendRep)
+            return rep
+
+    def _converted(self, key: tuple, specs: dict, values: dict | None):
+        """Convert for `specs` (and `values`), keep it under `key`; a conversion that the
+        shapes alone do not allow is kept as needing values."""
+        if log.enabled():
+            log.note(f"converting the model for input shapes "
+                     f"{dict((n, s.shape) for n, s in specs.items())}"
+                     + (f" and values of {', '.join(values)}" if values else ""))
+        try:
+            made = IxlBackendRep(convert(self.model, specs, values), self.chip, self.debug,
+                                 self.dim_ranges, self.buckets)
+        except NeedsShapes:
+            if values is not None:
+                raise
+            made = _NEEDS_VALUES
+        if len(self._reps) >= SPECIALISATIONS:
+            self._reps.pop(next(iter(self._reps)))
+        self._reps[key] = made
+        return made
+
+
+_NEEDS_VALUES: Any = object()      # a set of shapes whose conversion needs input values too
+
+
+def _may_help(spec: ValueSpec) -> bool:
+    """A run gives what a conversion may need of this input: a dim the model leaves open, or
+    the value of a small input."""
+    static = all(isinstance(d, int) for d in spec.shape)
+    return not static or int(np.prod(spec.shape)) <= SMALL_INPUT
+
+
+def checked_feeds(specs: list[ValueSpec], inputs: Any, dim_ranges: dict
+                  ) -> dict[str, np.ndarray]:
+    """Inputs by position (a list or one array) or by name (a dict), checked against the
+    declared `specs` (dtypes, dims, `dim_ranges`)."""
+    if isinstance(inputs, dict):
+        missing = [s.name for s in specs if s.name not in inputs]
+        if missing:
+            raise BadInput(f"model inputs not given: {', '.join(missing)}")
+        arrays = [inputs[s.name] for s in specs]
+    else:
+        arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+        if len(arrays) != len(specs):
+            raise BadInput(f"the model takes {len(specs)} input(s) "
+                           f"({', '.join(map(str, specs))}), got {len(arrays)}")
+    feeds = {}
+    for spec, array in zip(specs, arrays):
+        array = np.asarray(array)
+        if name_of(array.dtype) != spec.dtype:
+            raise BadInput(f"input {spec.name} is {array.dtype}, the model declares "
+                           f"{spec.dtype}")
+        check_shape(spec, array.shape, dim_ranges)
+        feeds[spec.name] = array
+    return feeds
 
 
 def _dtype(node, known) -> str | None:
@@ -231,7 +329,8 @@ class IxlBackend(Backend):
     @classmethod
     def prepare(cls, model: str | Path | onnx.ModelProto, device: str = "CPU", chip: str = "910B1",
                 debug: bool | None = None, dim_ranges: dict | None = None,
-                buckets: dict | None = None, **kwargs: Any) -> IxlBackendRep:
+                buckets: dict | None = None, **kwargs: Any
+                ) -> IxlBackendRep | RunConvertedRep:
         """`model` is an onnx.ModelProto or the path of an .onnx file."""
         model = load_model(model)
         try:
@@ -239,7 +338,13 @@ class IxlBackend(Backend):
             check_weights(model)
         except onnx.checker.ValidationError as e:
             raise BadInput(f"the model is not valid ONNX: {e}") from None
-        return IxlBackendRep(convert(model), chip, debug, dim_ranges, buckets)
+        try:
+            return IxlBackendRep(convert(model), chip, debug, dim_ranges, buckets)
+        except NeedsShapes:
+            declared = declared_only(model)
+            if not any(_may_help(s) for s in declared.inputs):
+                raise                           # no run can give what it needs
+            return RunConvertedRep(model, declared, chip, debug, dim_ranges, buckets)
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

@@ -15,7 +15,7 @@ from ..ascend import CHIPS
 from ..console import out
 from ..files import load_npy
 from ..hixl import BadInput, to_numpy
-from .backend import IxlBackend, IxlBackendRep, check_shape, load_model
+from .backend import IxlBackend, IxlBackendRep, RunConvertedRep, check_shape, load_model
 from .convert import ValueSpec
 from .reference import compare_outputs, reference_outputs
 from .support import inspect_model
@@ -105,7 +105,8 @@ def random_input(spec: ValueSpec, dims: dict[str, int], rng: np.random.Generator
     return rng.uniform(-1, 1, shape).astype(dtype)
 
 
-def gather_feeds(rep: IxlBackendRep, args: argparse.Namespace) -> dict[str, np.ndarray]:
+def gather_feeds(rep: IxlBackendRep | RunConvertedRep, args: argparse.Namespace
+                 ) -> dict[str, np.ndarray]:
     feeds = parse_inputs(args.input)
     declared = {s.name: s for s in rep.converted.inputs}
     unknown = sorted(set(feeds) - set(declared))
@@ -149,7 +150,8 @@ def parse_buckets(items: list[str]) -> dict[str, int]:
     return buckets
 
 
-def prepared(model: onnx.ModelProto, args: argparse.Namespace) -> tuple[dict, IxlBackendRep]:
+def prepared(model: onnx.ModelProto, args: argparse.Namespace
+             ) -> tuple[dict, IxlBackendRep | RunConvertedRep]:
     """The feeds, and the model as it will run (optimised for these input shapes, padded to
     their buckets, and fixed values unless --no-optimize)."""
     buckets = parse_buckets(args.bucket)
@@ -166,7 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     feeds, runner = prepared(model, args)
     results = runner.run({s.name: feeds[s.name] for s in runner.converted.inputs},
                          fuse=args.fuse)
-    for name, value in zip(runner.graph.outputs, results):
+    names = [s.name for s in runner.converted.outputs]
+    for name, value in zip(names, results):
         out.print(f"{name}: {value.dtype}{list(value.shape)} "
                   f"{np.array2string(value.reshape(-1)[:8], precision=4)}"
                   + (" ..." if value.size > 8 else ""), markup=False)
@@ -176,7 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     status = 0
     if args.check:
         expected, source = reference_outputs(model, feeds)
-        status = print_check(runner.graph.outputs, results, expected, source, args.tolerance)
+        status = print_check(names, results, expected, source, args.tolerance)
     if args.profile:
         print_profile(runner)
     if args.check or args.profile:
@@ -199,7 +202,7 @@ def print_check(names: Sequence[str], results: Sequence[np.ndarray],
     return 1 if failed else 0
 
 
-def print_profile(rep: IxlBackendRep) -> None:
+def print_profile(rep: IxlBackendRep | RunConvertedRep) -> None:
     record = rep.last_graph
     assert record is not None                       # printed after a run
     table = Table(title=f"{len(record.runs)} runs on {rep.chip}")
@@ -215,7 +218,7 @@ def print_profile(rep: IxlBackendRep) -> None:
     out.print(table)
 
 
-def print_by_op(rep: IxlBackendRep) -> None:
+def print_by_op(rep: IxlBackendRep | RunConvertedRep) -> None:
     """The modeled time by op and path, largest first."""
     record = rep.last_graph
     assert record is not None                       # printed after a run

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ..hixl import BadInput
+from ..hixl import ArgSpec, BadInput
 from ..hixl.dtypes import name_of
 from ..hixl.errors import DtypeError
 from ..nixl import Graph
@@ -35,6 +35,22 @@ class Converted:
     inputs: list[ValueSpec]
     outputs: list[ValueSpec]
     opset: int
+
+
+@dataclass
+class Declared:
+    """A model's inputs and outputs as it declares them, before any node is converted."""
+
+    inputs: list[ValueSpec]
+    outputs: list[ValueSpec]
+    opset: int
+
+
+def declared_only(model: onnx.ModelProto) -> Declared:
+    g = model.graph
+    weights = {t.name for t in g.initializer}
+    return Declared([_value_spec(v, "graph input") for v in g.input if v.name not in weights],
+                    [_value_spec(v, "graph output") for v in g.output], default_opset(model))
 
 
 def _value_spec(value: onnx.ValueInfoProto, what: str) -> ValueSpec:
@@ -80,12 +96,24 @@ def default_opset(model: onnx.ModelProto) -> int:
     raise UnsupportedOnnx("the model imports no default-domain opset")
 
 
-def value_info(model: onnx.ModelProto) -> dict[str, tuple[str | None, tuple | None]]:
+def value_info(model: onnx.ModelProto, shapes: dict[str, tuple] | None = None
+               ) -> dict[str, tuple[str | None, tuple | None]]:
     """What ONNX shape inference knows of every value, subgraphs included: name -> (dtype,
-    dims), a dim None where symbolic. A model shape inference cannot read gives what the
-    model declares."""
+    dims), a dim None where symbolic; with `shapes`, the graph inputs named there have those
+    dims. A model shape inference cannot read gives what the model declares."""
+    model = without_weights(model)
+    shapes = shapes or {}
+    if shapes:                              # fixed in a copy: the model stays as declared
+        light, model = model, onnx.ModelProto()
+        model.CopyFrom(light)
+    for value in model.graph.input:
+        if value.name in shapes and value.type.HasField("tensor_type"):
+            dims = value.type.tensor_type.shape.dim
+            del dims[:]
+            for size in shapes[value.name]:
+                dims.add().dim_value = int(size)
     try:
-        model = onnx.shape_inference.infer_shapes(without_weights(model))
+        model = onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001  (inference is a help here; the checker judged the model)
         pass
     info: dict[str, tuple[str | None, tuple | None]] = {}
@@ -110,8 +138,12 @@ def value_info(model: onnx.ModelProto) -> dict[str, tuple[str | None, tuple | No
     return info
 
 
-def convert(model: onnx.ModelProto) -> Converted:
-    """Translate every node; raises UnsupportedOnnx naming the first thing ixl cannot run."""
+def convert(model: onnx.ModelProto, run_specs: dict[str, ArgSpec] | None = None,
+            run_values: dict[str, np.ndarray] | None = None) -> Converted:
+    """Translate every node; raises UnsupportedOnnx naming the first thing ixl cannot run.
+    With `run_specs` (the graph inputs of one run), the model is converted for inputs of those
+    shapes, and of `run_values` for the inputs given there, for the nodes that need them
+    (errors.NeedsShapes)."""
     if model.functions:
         raise UnsupportedOnnx(f"model-local functions ({model.functions[0].name}, ...) are not "
                               f"supported")
@@ -124,8 +156,8 @@ def convert(model: onnx.ModelProto) -> Converted:
     outputs = [_value_spec(v, "graph output") for v in g.output]
     graph = Graph(inputs=[v.name for v in inputs], outputs=[v.name for v in outputs],
                   constants=constants)
-    info = value_info(model)
+    info = value_info(model, {n: s.shape for n, s in (run_specs or {}).items()})
     for node in g.node:
-        translate_node(node, opset, graph, info)
+        translate_node(node, opset, graph, info, run_specs, run_values)
     graph.validate()
     return Converted(graph, inputs, outputs, opset)

@@ -124,8 +124,8 @@ def _common(ctx: NodeContext, gates: int, acts: int):
     given = dict(zip(names, ctx.inputs + [""] * (len(names) - len(ctx.inputs))))
     x_shape = ctx.shape_of(given["X"])
     if x_shape is None or len(x_shape) != 3:
-        raise UnsupportedOnnx(f"{ctx.label}: the input X needs a static shape (seq, batch, "
-                              f"input) to unroll the sequence; declare it or fix the input shapes")
+        raise ctx.needs("the input X needs a static shape (seq, batch, input) to unroll "
+                        "the sequence")
     if hidden is None:
         w_shape = ctx.shape_of(given["W"])
         if w_shape is None:

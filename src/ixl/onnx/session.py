@@ -34,7 +34,7 @@ from ..hixl import BadInput
 from ..hixl.dtypes import name_of
 from ..hixl.errors import DtypeError
 from ..nixl import GraphRecord
-from .backend import IxlBackend, IxlBackendRep, load_model
+from .backend import IxlBackend, IxlBackendRep, RunConvertedRep, load_model
 from .convert import ValueSpec
 
 PROVIDER = "IxlExecutionProvider"
@@ -210,7 +210,7 @@ class InferenceSession:
             feeds[name] = array
         return feeds
 
-    def _rep_for(self, feeds: dict[str, np.ndarray]) -> IxlBackendRep:
+    def _rep_for(self, feeds: dict[str, np.ndarray]) -> IxlBackendRep | RunConvertedRep:
         """The model for these input shapes: optimised once per shape, or as converted."""
         if not self._optimise:
             return self._rep

@@ -1,6 +1,7 @@
 """ONNX control flow: If and Loop, whose bodies are subgraphs.
 
-An If whose condition is a constant becomes its branch's nodes (inlined); otherwise it is an
+An If whose condition is a constant (or, converting for one run, known from its inputs)
+becomes its branch's nodes, translated in place; otherwise it is an
 ixl If node whose branches are prepared as ixl graphs (`Subgraph`): the runtime reads the
 condition back and runs the chosen branch on the device, as a graph of its own. A
 condition that only becomes known once input shapes are fixed is folded by passes.specialize.
@@ -65,14 +66,12 @@ def _dtypes(ctx: NodeContext, names: list[str]) -> dict[str, str]:
 def if_(ctx: NodeContext) -> None:
     then_body, else_body = ctx.attrs.pop("then_branch"), ctx.attrs.pop("else_branch")
     ctx.check_consumed()
-    branches = [ctx.convert_body(b, []) for b in (then_body, else_body)]
     cond = ctx.inputs[0]
     known = ctx.constant_value(cond)
     if known is not None:
-        chosen = branches[0] if bool(known.reshape(-1)[0]) else branches[1]
-        inline(ctx.graph, chosen, {}, list(ctx.outputs), ctx.fresh("then" if bool(
-            known.reshape(-1)[0]) else "else") + "/")
+        ctx.translate_here(then_body if bool(known.reshape(-1)[0]) else else_body)
         return
+    branches = [ctx.convert_body(b, []) for b in (then_body, else_body)]
     values: list[str] = []
     for b in branches:
         values.extend(n for n in free_names(b) if n not in values)
@@ -105,12 +104,14 @@ def loop(ctx: NodeContext) -> None:
     trip, cond, *initial = ctx.inputs
     count = ctx.constant_value(trip) if trip else None
     if count is None:
-        raise UnsupportedOnnx(f"{ctx.label}: the trip count {trip or '(none)'} is not a constant; "
-                              f"ixl unrolls loops with a constant trip count")
+        raise ctx.needs(f"ixl unrolls a loop by its trip count {trip or '(none)'}")
     cond_value = ctx.constant_value(cond) if cond else None
-    if cond and (cond_value is None or not bool(cond_value.reshape(-1)[0])):
-        raise UnsupportedOnnx(f"{ctx.label}: the loop condition {cond} is not a constant true; "
-                              f"ixl unrolls loops that run their whole trip count")
+    if cond and cond_value is None:
+        raise ctx.needs(f"ixl unrolls a loop whose condition {cond} starts true")
+    if cond_value is not None and not bool(cond_value.reshape(-1)[0]):
+        raise UnsupportedOnnx(f"{ctx.label}: the loop condition {cond} is false before the "
+                              f"first iteration; ixl unrolls loops that run their whole trip "
+                              f"count")
     if cond and not _passes_condition_through(body_proto):
         raise UnsupportedOnnx(f"{ctx.label}: the body computes its condition, so the loop may "
                               f"stop early; ixl unrolls loops that run their whole trip count")

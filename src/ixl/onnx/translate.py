@@ -22,7 +22,8 @@ from ..hixl import DTYPES, all_ops, get_op
 from ..hixl.dtypes import name_of
 from ..nixl import Graph
 from . import recurrent, subgraph
-from .errors import UnsupportedOnnx
+from .errors import NeedsShapes, UnsupportedOnnx
+from .passes import propagate
 
 
 def dtype_name(code: int, what: str) -> str:
@@ -48,6 +49,10 @@ class NodeContext:
     # int, or None when symbolic or unknown.
     info: dict = field(default_factory=dict)
     taken: set | None = None            # names in use, once fresh() has needed them
+    # The graph inputs as one run gives them, when the model is converted for that run
+    # (NeedsShapes): their specs, and the values of the inputs the conversion may read.
+    run_specs: dict | None = None
+    run_values: dict | None = None
 
     @property
     def label(self) -> str:
@@ -88,16 +93,37 @@ class NodeContext:
         if name in self.graph.constants:
             return tuple(np.shape(self.graph.constants[name]))
         dims = self.info.get(name, (None, None))[1]
-        return None if dims is None or None in dims else tuple(dims)
+        if dims is not None and None not in dims:
+            return tuple(dims)
+        known = self._run_known()
+        spec = None if known is None else known.specs.get(name)
+        return None if spec is None else tuple(spec.shape)
 
     def constant_value(self, name: str) -> np.ndarray | None:
-        """The value of a constant (an initializer or a Constant node's output), else None."""
+        """The value of a constant (an initializer or a Constant node's output), else None;
+        when converting for one run, also a value the host computes from its input shapes
+        (and given input values) with the nodes so far."""
         if name in self.graph.constants:
             return np.asarray(self.graph.constants[name])
         for node in self.graph.nodes:
             if node.op == "Constant" and node.outputs[0] == name:
                 return np.asarray(node.attrs["value"])
-        return None
+        known = self._run_known()
+        return None if known is None or name not in known.values else np.asarray(
+            known.values[name])
+
+    def _run_known(self):
+        """What the nodes so far give for this run's inputs (None when not converting for a
+        run)."""
+        if self.run_specs is None:
+            return None
+        return propagate(self.graph, self.run_specs, self.run_values)
+
+    def needs(self, what: str) -> NeedsShapes:
+        """The error for a conversion that needs `what` to be known."""
+        when = ("with this run's input shapes and values" if self.run_specs is not None
+                else "before the model runs")
+        return NeedsShapes(f"{self.label}: {what}, which is not known {when}")
 
     def convert_body(self, body: onnx.GraphProto, formal: list[str]) -> Graph:
         """An ONNX subgraph as an ixl graph over its formal inputs (names of other scopes it
@@ -107,6 +133,19 @@ class NodeContext:
         for node in body.node:
             translate_node(node, self.opset, graph, self.info)
         return graph
+
+    def translate_here(self, body: onnx.GraphProto) -> None:
+        """A subgraph's nodes translated into this node's graph, its outputs becoming this
+        node's: a branch reads the enclosing scope by name and ONNX names are unique across
+        scopes, so nothing is renamed, and what its nodes need of a run is known to them."""
+        for t in body.initializer:
+            self.graph.constants[t.name] = numpy_helper.to_array(t)
+        for node in body.node:
+            translate_node(node, self.opset, self.graph, self.info, self.run_specs,
+                           self.run_values)
+        for inner, outer in zip(body.output, self.outputs):
+            if outer:
+                self.emit("Identity", [inner.name], [outer])
 
     def pass_through(self, op: str) -> dict:
         """Every remaining attribute, checked against the ixl op's attributes."""
@@ -435,9 +474,12 @@ def onnx_ops() -> list[str]:
     return sorted(set(TRANSLATORS) | (set(all_ops()) - NOT_ONNX))
 
 
-def translate_node(node: onnx.NodeProto, opset: int, graph: Graph, info: dict | None = None
-                   ) -> None:
-    ctx = NodeContext(node, opset, graph, info=info or {})
+def translate_node(node: onnx.NodeProto, opset: int, graph: Graph, info: dict | None = None,
+                   run_specs: dict | None = None, run_values: dict | None = None) -> None:
+    """`run_specs` (and `run_values`): the graph inputs of the one run the model is converted
+    for, where its conversion needs them (errors.NeedsShapes)."""
+    ctx = NodeContext(node, opset, graph, info=info or {}, run_specs=run_specs,
+                      run_values=run_values)
     if node.domain not in ("", "ai.onnx"):
         raise UnsupportedOnnx(f"{ctx.label}: domain {node.domain!r} is not supported (only "
                               f"the default ONNX domain)")
