@@ -39,11 +39,17 @@ def recurrent(op: str) -> onnx.ModelProto:
                   [w, r])
 
 
-def running_sum() -> onnx.ModelProto:
-    """A Loop over the rows of x (n, 3), n a named dim: its trip count is Shape(x)[0], the
+def running_sum(while_loop: bool = False) -> onnx.ModelProto:
+    """A Loop over the rows of x (n, 3), n a named dim: its trip count is Shape(x)[0] (or, as
+    tf2onnx writes a while loop, none, the body computing its condition i + 1 < n), the
     carried value the sum of the rows so far, each sum a scan output."""
+    if while_loop:
+        condition = [helper.make_node("Add", ["i", "one_scalar"], ["next"]),
+                     helper.make_node("Less", ["next", "n"], ["cond_out"])]
+    else:
+        condition = [helper.make_node("Identity", ["cond_in"], ["cond_out"])]
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        [*condition,
          helper.make_node("Unsqueeze", ["i", "zero"], ["start"]),
          helper.make_node("Add", ["start", "one"], ["end"]),
          helper.make_node("Slice", ["x", "start", "end"], ["row"]),
@@ -57,10 +63,12 @@ def running_sum() -> onnx.ModelProto:
          helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1, 3]),
          helper.make_tensor_value_info("scan", TensorProto.FLOAT, [1, 3])],
         [helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
-         helper.make_tensor("one", TensorProto.INT64, [1], [1])])
+         helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+         helper.make_tensor("one_scalar", TensorProto.INT64, [], [1])])
     nodes = [helper.make_node("Shape", ["x"], ["shape"]),
              helper.make_node("Gather", ["shape", "first"], ["n"], axis=0),
-             helper.make_node("Loop", ["n", "true", "init"], ["total", "sums"], body=body)]
+             helper.make_node("Loop", ["" if while_loop else "n", "true", "init"],
+                              ["total", "sums"], body=body)]
     return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
                   [helper.make_tensor_value_info("total", TensorProto.FLOAT, [1, 3]),
                    helper.make_tensor_value_info("sums", TensorProto.FLOAT, ["n", 1, 3])],
@@ -95,8 +103,9 @@ def test_a_recurrent_layer_of_dynamic_length_runs_at_every_length(op):
     assert len(rep._reps) == 2          # one conversion per length, the second 3 a hit
 
 
-def test_a_loop_whose_trip_count_is_the_input_length_unrolls_per_length():
-    model = running_sum()
+@pytest.mark.parametrize("while_loop", [False, True], ids=["trip count", "condition"])
+def test_a_loop_whose_trip_count_is_the_input_length_unrolls_per_length(while_loop):
+    model = running_sum(while_loop)
     session = InferenceSession(model.SerializeToString())
     for n in (1, 4):
         x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)

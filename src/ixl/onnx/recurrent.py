@@ -133,7 +133,7 @@ def _common(ctx: NodeContext, gates: int, acts: int):
         hidden = w_shape[1] // gates
     steps = x_shape[1] if layout else x_shape[0]
     if given["sequence_lens"]:
-        lens = ctx.constant_value(given["sequence_lens"])
+        lens = ctx.known_value(given["sequence_lens"])
         if lens is not None and np.all(lens == steps):
             given["sequence_lens"] = ""          # every sequence runs the whole length
         elif direction != "forward":

@@ -6,9 +6,11 @@ ixl If node whose branches are prepared as ixl graphs (`Subgraph`): the runtime 
 condition back and runs the chosen branch on the device, as a graph of its own. A
 condition that only becomes known once input shapes are fixed is folded by passes.specialize.
 
-A Loop with a constant trip count is unrolled: its body's nodes repeated, each iteration's
-loop-carried values feeding the next, its scan outputs stacked. Its condition must stay true
-(absent, or the body passing it through unchanged): a loop that may stop early depends on data.
+A Loop is unrolled: its body's nodes repeated, each iteration's loop-carried values feeding
+the next, its scan outputs stacked. Its trip count, and the condition where the body computes
+one, must be known as it is converted (from constants, or, converting for one run, from the
+input shapes and small inputs: backend.RunConvertedRep); a loop whose end depends on other data
+is refused.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ class Subgraph(GraphBranch):
                 f"outputs {self.graph.outputs})")
 
 
+# Iterations unrolled for a loop that only its condition ends ([U]: a bound on the graph's
+# size, not a chip limit; a recurrent layer's steps are far fewer).
+MAX_UNROLLED = 4096
+
+
 def _dtypes(ctx: NodeContext, names: list[str]) -> dict[str, str]:
     return {n: ctx.info[n][0] for n in names if ctx.info.get(n, (None,))[0] is not None}
 
@@ -67,7 +74,7 @@ def if_(ctx: NodeContext) -> None:
     then_body, else_body = ctx.attrs.pop("then_branch"), ctx.attrs.pop("else_branch")
     ctx.check_consumed()
     cond = ctx.inputs[0]
-    known = ctx.constant_value(cond)
+    known = ctx.known_value(cond)
     if known is not None:
         ctx.translate_here(then_body if bool(known.reshape(-1)[0]) else else_body)
         return
@@ -102,19 +109,19 @@ def loop(ctx: NodeContext) -> None:
     body_proto = ctx.attrs.pop("body")
     ctx.check_consumed()
     trip, cond, *initial = ctx.inputs
-    count = ctx.constant_value(trip) if trip else None
-    if count is None:
-        raise ctx.needs(f"ixl unrolls a loop by its trip count {trip or '(none)'}")
-    cond_value = ctx.constant_value(cond) if cond else None
+    count = ctx.known_value(trip) if trip else None
+    if trip and count is None:
+        raise ctx.needs(f"ixl unrolls a loop by its trip count {trip}")
+    cond_value = ctx.known_value(cond) if cond else None
     if cond and cond_value is None:
         raise ctx.needs(f"ixl unrolls a loop whose condition {cond} starts true")
     if cond_value is not None and not bool(cond_value.reshape(-1)[0]):
         raise UnsupportedOnnx(f"{ctx.label}: the loop condition {cond} is false before the "
-                              f"first iteration; ixl unrolls loops that run their whole trip "
-                              f"count")
-    if cond and not _passes_condition_through(body_proto):
-        raise UnsupportedOnnx(f"{ctx.label}: the body computes its condition, so the loop may "
-                              f"stop early; ixl unrolls loops that run their whole trip count")
+                              f"first iteration; ixl unrolls loops that run at least once")
+    computed = bool(cond) and not _passes_condition_through(body_proto)
+    if not trip and not computed:
+        raise UnsupportedOnnx(f"{ctx.label}: neither a trip count nor a condition the body "
+                              f"computes ends this loop")
     formal = [v.name for v in body_proto.input]
     body = ctx.convert_body(body_proto, formal)
     carried_count = len(initial)
@@ -122,16 +129,29 @@ def loop(ctx: NodeContext) -> None:
     carried = list(initial)
     scans: list[list[str]] = [[] for _ in range(scan_count)]
     true = ctx.const(np.array(True), "cond")
-    for i in range(int(count.reshape(-1)[0])):
+    limit = MAX_UNROLLED if count is None else int(count.reshape(-1)[0])
+    for i in range(limit):
         prefix = ctx.fresh(f"it{i}") + "/"
         bindings = {formal[0]: ctx.const(np.array(i, np.int64), "iter"), formal[1]: true,
                     **dict(zip(formal[2:], carried))}
-        outs = ["", *[f"{prefix}carried{k}" for k in range(carried_count)],
+        outs = [f"{prefix}cond" if computed else "",
+                *[f"{prefix}carried{k}" for k in range(carried_count)],
                 *[f"{prefix}scan{k}" for k in range(scan_count)]]
         inline(ctx.graph, body, bindings, outs, prefix)
         carried = outs[1:1 + carried_count]
         for k in range(scan_count):
             scans[k].append(outs[1 + carried_count + k])
+        if computed:
+            go_on = ctx.known_value(outs[0])
+            if go_on is None:
+                raise ctx.needs(f"ixl unrolls a loop whose body's condition "
+                                f"{body_proto.output[0].name} is known at each iteration")
+            if not bool(go_on.reshape(-1)[0]):
+                break
+    else:
+        if count is None:
+            raise UnsupportedOnnx(f"{ctx.label}: the condition did not end the loop within "
+                                  f"{MAX_UNROLLED} iterations, the most ixl unrolls")
     final = ctx.outputs
     for name, value in zip(final[:carried_count], carried):
         if name:

@@ -95,29 +95,34 @@ class NodeContext:
         dims = self.info.get(name, (None, None))[1]
         if dims is not None and None not in dims:
             return tuple(dims)
-        known = self._run_known()
-        spec = None if known is None else known.specs.get(name)
+        if self.run_specs is None:
+            return None
+        spec = self._run_known().specs.get(name)
         return None if spec is None else tuple(spec.shape)
 
     def constant_value(self, name: str) -> np.ndarray | None:
-        """The value of a constant (an initializer or a Constant node's output), else None;
-        when converting for one run, also a value the host computes from its input shapes
-        (and given input values) with the nodes so far."""
+        """The value of a constant (an initializer or a Constant node's output), else None."""
         if name in self.graph.constants:
             return np.asarray(self.graph.constants[name])
         for node in self.graph.nodes:
             if node.op == "Constant" and node.outputs[0] == name:
                 return np.asarray(node.attrs["value"])
-        known = self._run_known()
-        return None if known is None or name not in known.values else np.asarray(
-            known.values[name])
+        return None
+
+    def known_value(self, name: str) -> np.ndarray | None:
+        """`constant_value`, or else the value the host computes for `name` with the nodes so
+        far from the constants and, converting for one run, its input shapes and given input
+        values (a walk of the graph: for the few nodes whose conversion needs a value)."""
+        value = self.constant_value(name)
+        if value is None:
+            known = self._run_known()
+            value = known.values.get(name)
+        return None if value is None else np.asarray(value)
 
     def _run_known(self):
-        """What the nodes so far give for this run's inputs (None when not converting for a
-        run)."""
-        if self.run_specs is None:
-            return None
-        return propagate(self.graph, self.run_specs, self.run_values)
+        """What the host knows of the nodes so far (from the constants and this run's
+        inputs)."""
+        return propagate(self.graph, self.run_specs or {}, self.run_values)
 
     def needs(self, what: str) -> NeedsShapes:
         """The error for a conversion that needs `what` to be known."""
