@@ -43,14 +43,14 @@ class Declared:
 
     inputs: list[ValueSpec]
     outputs: list[ValueSpec]
-    opset: int
 
 
 def declared_only(model: onnx.ModelProto) -> Declared:
+    """The graph's inputs (those that are not initializers) and outputs."""
     g = model.graph
     weights = {t.name for t in g.initializer}
     return Declared([_value_spec(v, "graph input") for v in g.input if v.name not in weights],
-                    [_value_spec(v, "graph output") for v in g.output], default_opset(model))
+                    [_value_spec(v, "graph output") for v in g.output])
 
 
 def _value_spec(value: onnx.ValueInfoProto, what: str) -> ValueSpec:
@@ -104,8 +104,9 @@ def value_info(model: onnx.ModelProto, shapes: dict[str, tuple] | None = None
     model = without_weights(model)
     shapes = shapes or {}
     if shapes:                              # fixed in a copy: the model stays as declared
-        light, model = model, onnx.ModelProto()
-        model.CopyFrom(light)
+        fixed = onnx.ModelProto()
+        fixed.CopyFrom(model)
+        model = fixed
     for value in model.graph.input:
         if value.name in shapes and value.type.HasField("tensor_type"):
             dims = value.type.tensor_type.shape.dim
@@ -152,8 +153,8 @@ def convert(model: onnx.ModelProto, run_specs: dict[str, ArgSpec] | None = None,
         raise UnsupportedOnnx("sparse initializers are not supported")
     opset = default_opset(model)
     constants = {t.name: _initializer(t) for t in g.initializer}
-    inputs = [_value_spec(v, "graph input") for v in g.input if v.name not in constants]
-    outputs = [_value_spec(v, "graph output") for v in g.output]
+    declared = declared_only(model)
+    inputs, outputs = declared.inputs, declared.outputs
     graph = Graph(inputs=[v.name for v in inputs], outputs=[v.name for v in outputs],
                   constants=constants)
     info = value_info(model, {n: s.shape for n, s in (run_specs or {}).items()})
